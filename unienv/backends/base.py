@@ -1,0 +1,620 @@
+"""The SimBackend contract: one batched scene, many environments, torch tensors.
+
+A backend owns `num_envs` copies of one scene and steps them together. Its
+model is cold-path metadata (NumPy, `backend.info`); its state is hot-path
+torch tensors on `backend.device` with the batch dimension first.
+
+Lifecycle: the constructor parses and compiles the scene and validates every
+option; `materialize()` builds the batched state (idempotent, run by the first
+state access); `close()` releases the engine (idempotent); any later hot-path
+call raises BackendClosedError. Backends are context managers.
+
+Conventions, whatever the engine: SI units; MJCF order for bodies, joints,
+dofs and actuators; quaternions (w, x, y, z), body to world; a free joint's
+qpos is [px py pz qw qx qy qz] and its qvel [vx vy vz] in the world frame then
+[wx wy wz] in the body frame, as in MuJoCo. An engine that differs converts at
+its boundary.
+
+Invariants this class enforces for every backend, once, here:
+  * every public call validates its arguments before anything is written, so a
+    call that raises has changed nothing;
+  * `set_state_tensor*` writes only the selected rows, and derived quantities
+    (body poses, sensors) are current right after it, without a step;
+  * a feature the backend does not declare in `get_capabilities()` raises
+    CapabilityError, as does a DR term it cannot write.
+
+Engines implement the underscored hooks at the bottom of the class.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from unienv.errors import (
+    ArgumentError,
+    BackendClosedError,
+    CapabilityError,
+    unknown_name,
+)
+
+DR_TERMS = (
+    "body_mass",
+    "body_com",
+    "geom_friction",
+    "dof_damping",
+    "dof_armature",
+    "dof_frictionloss",
+    "actuator_kp",
+    "actuator_kd",
+    "gravity",
+)
+"""Every domain-randomization term of the contract, in documentation order."""
+
+OBJECT_KINDS = ("body", "joint", "actuator", "site", "geom", "sensor")
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a backend does; a feature declared False raises CapabilityError."""
+
+    backend: str
+    device: str
+    dtype: torch.dtype
+    deterministic: bool  # same inputs give bit-identical trajectories
+    body_views: bool = True
+    sensors: bool = True
+    contact_forces: bool = True
+    site_jacobian: bool = True
+    body_wrench: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class DRTerm:
+    """A domain-randomization term a backend can write per environment.
+
+    `index` names what the first axis of `shape` runs over ("body", "geom",
+    "dof", "actuator", or "" for a term with no per-object axis). Terms with
+    `declare=True` must be named in the constructor's `randomize=`.
+    """
+
+    name: str
+    index: str
+    shape: tuple[int, ...]
+    unit: str
+    declare: bool = False
+    minimum: float | None = None  # smallest physical value, e.g. 0 for a mass
+
+
+class BodyViews(NamedTuple):
+    """Poses and velocities of bodies, world frame, (num_envs, B, ...)."""
+
+    pos: torch.Tensor  # (N, B, 3) body frame origin
+    quat: torch.Tensor  # (N, B, 4) wxyz, body to world
+    lin_vel: torch.Tensor  # (N, B, 3) velocity of the body frame origin
+    ang_vel: torch.Tensor  # (N, B, 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class SceneInfo:
+    """Cold-path model metadata in MJCF order, as NumPy arrays.
+
+    Built from a compiled MuJoCo model, which every backend can make from the
+    scene's MJCF: the layout (names, addresses) is the same on all engines.
+    """
+
+    nq: int
+    nv: int
+    nu: int
+    timestep: float
+    names: Mapping[str, tuple[str, ...]]  # kind -> names, index = id
+    joint_type: np.ndarray  # (njnt,) mjtJoint
+    joint_qpos_adr: np.ndarray  # (njnt,)
+    joint_dof_adr: np.ndarray  # (njnt,)
+    joint_range: np.ndarray  # (njnt, 2); (0, 0) where unlimited
+    joint_limited: np.ndarray  # (njnt,) bool
+    actuator_joint: np.ndarray  # (nu,) joint id, -1 if not a joint transmission
+    actuator_gear: np.ndarray  # (nu,)
+    ctrl_range: np.ndarray  # (nu, 2); (-inf, inf) where unlimited
+    actuator_gain: np.ndarray  # (nu,) gainprm[0]
+    actuator_bias: np.ndarray  # (nu, 3) biasprm[:3]
+    qpos0: np.ndarray  # (nq,)
+    keyframes: Mapping[str, np.ndarray]  # name -> qpos
+    gravity: np.ndarray  # (3,)
+    body_parent: np.ndarray  # (nbody,)
+    body_mass: np.ndarray  # (nbody,)
+    body_com: np.ndarray  # (nbody, 3) in the body frame
+    body_inertia: np.ndarray  # (nbody, 3) principal moments
+    sensor_adr: np.ndarray  # (nsensor,)
+    sensor_dim: np.ndarray  # (nsensor,)
+
+    @classmethod
+    def from_mjmodel(cls, model: Any) -> SceneInfo:
+        import mujoco
+
+        def names(kind: str, count: int) -> tuple[str, ...]:
+            obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+            return tuple(mujoco.mj_id2name(model, obj, i) or f"{kind}{i}" for i in range(count))
+
+        trn_joint = model.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT
+        ctrl_range = np.where(
+            model.actuator_ctrllimited[:, None].astype(bool),
+            model.actuator_ctrlrange,
+            np.array([-np.inf, np.inf]),
+        )
+        keyframes = {}
+        for k in range(model.nkey):
+            key_name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_KEY, k) or f"key{k}"
+            keyframes[key_name] = model.key_qpos[k].copy()
+        return cls(
+            nq=model.nq,
+            nv=model.nv,
+            nu=model.nu,
+            timestep=float(model.opt.timestep),
+            names={
+                "body": names("body", model.nbody),
+                "joint": names("joint", model.njnt),
+                "actuator": names("actuator", model.nu),
+                "site": names("site", model.nsite),
+                "geom": names("geom", model.ngeom),
+                "sensor": names("sensor", model.nsensor),
+            },
+            joint_type=model.jnt_type.copy(),
+            joint_qpos_adr=model.jnt_qposadr.astype(np.int64),
+            joint_dof_adr=model.jnt_dofadr.astype(np.int64),
+            joint_range=model.jnt_range.copy(),
+            joint_limited=model.jnt_limited.astype(bool),
+            actuator_joint=np.where(trn_joint, model.actuator_trnid[:, 0], -1).astype(np.int64),
+            actuator_gear=model.actuator_gear[:, 0].copy(),
+            ctrl_range=ctrl_range,
+            actuator_gain=model.actuator_gainprm[:, 0].copy(),
+            actuator_bias=model.actuator_biasprm[:, :3].copy(),
+            qpos0=model.qpos0.copy(),
+            keyframes=keyframes,
+            gravity=model.opt.gravity.copy(),
+            body_parent=model.body_parentid.astype(np.int64),
+            body_mass=model.body_mass.copy(),
+            body_com=model.body_ipos.copy(),
+            body_inertia=model.body_inertia.copy(),
+            sensor_adr=model.sensor_adr.astype(np.int64),
+            sensor_dim=model.sensor_dim.astype(np.int64),
+        )
+
+
+def load_mjmodel(scene: str | os.PathLike, sim_dt: float) -> Any:
+    """Compile an MJCF file with MuJoCo and set its timestep to sim_dt."""
+    import mujoco
+
+    path = os.fspath(scene)
+    if not os.path.isfile(path):
+        raise ArgumentError(f"scene: no MJCF file at {path!r}")
+    model = mujoco.MjModel.from_xml_path(path)
+    model.opt.timestep = sim_dt
+    return model
+
+
+class SimBackend(abc.ABC):
+    """num_envs copies of one scene, stepped together; see the module docstring."""
+
+    name: str = "abstract"
+
+    def __init__(
+        self,
+        scene: str | os.PathLike,
+        num_envs: int,
+        sim_dt: float,
+        *,
+        device: str | torch.device | None = None,
+        randomize: Iterable[str] = (),
+    ):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+            raise ArgumentError(f"num_envs: expected a positive int, got {num_envs!r}")
+        if num_envs < 1:
+            raise ArgumentError(f"num_envs: expected a positive int, got {num_envs}")
+        if not isinstance(sim_dt, (int, float)) or not np.isfinite(sim_dt) or sim_dt <= 0:
+            raise ArgumentError(f"sim_dt: expected a positive finite number, got {sim_dt!r}")
+        self.scene = os.fspath(scene)
+        self.num_envs = int(num_envs)
+        self.dt = float(sim_dt)
+        self._closed = False
+        self._materialized = False
+        if isinstance(randomize, str):
+            randomize = (randomize,)
+        self._requested_dr = tuple(randomize)
+
+    # ---- metadata (cold path) ---------------------------------------------
+
+    info: SceneInfo
+    device: torch.device
+
+    @property
+    def nq(self) -> int:
+        return self.info.nq
+
+    @property
+    def nv(self) -> int:
+        return self.info.nv
+
+    @property
+    def nu(self) -> int:
+        return self.info.nu
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        """Names of all objects of `kind` (body, joint, actuator, site, geom, sensor)."""
+        if kind not in OBJECT_KINDS:
+            raise unknown_name("object kind", kind, OBJECT_KINDS)
+        return self.info.names[kind]
+
+    def find(self, kind: str, names: str | Sequence[str]) -> np.ndarray:
+        """int64 ids of the named objects; a misspelled name lists close matches."""
+        valid = self.names(kind)
+        single = isinstance(names, str)
+        ids = []
+        for n in [names] if single else names:
+            if n not in valid:
+                raise unknown_name(kind, n, valid)
+            ids.append(valid.index(n))
+        return np.asarray(ids, dtype=np.int64)
+
+    def joint_qpos_slice(self, joint: str) -> slice:
+        """The qpos columns of a joint."""
+        return self._joint_slice(joint, self.info.joint_qpos_adr, {0: 7, 1: 4})
+
+    def joint_qvel_slice(self, joint: str) -> slice:
+        """The qvel (dof) columns of a joint."""
+        return self._joint_slice(joint, self.info.joint_dof_adr, {0: 6, 1: 3})
+
+    def _joint_slice(self, joint: str, adr: np.ndarray, width: dict[int, int]) -> slice:
+        j = int(self.find("joint", joint)[0])
+        start = int(adr[j])
+        return slice(start, start + width.get(int(self.info.joint_type[j]), 1))
+
+    @abc.abstractmethod
+    def get_capabilities(self) -> Capabilities:
+        """The backend's features, device, dtype and determinism."""
+
+    def get_dr_capabilities(self) -> dict[str, DRTerm]:
+        """The DR terms this backend can write per env, by name."""
+        return dict(self._dr_terms())
+
+    # ---- lifecycle ----------------------------------------------------------
+
+    def materialize(self) -> None:
+        """Build the batched state. Idempotent."""
+        self._check_open()
+        if not self._materialized:
+            self._materialize()
+            self._materialized = True
+
+    def close(self) -> None:
+        """Release the engine. Idempotent; later hot-path calls raise."""
+        if not self._closed:
+            self._closed = True
+            if self._materialized:
+                self._close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> SimBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise BackendClosedError(f"this {self.name} backend is closed")
+
+    def _ready(self) -> None:
+        if self._closed:
+            raise BackendClosedError(f"this {self.name} backend is closed")
+        if not self._materialized:
+            self.materialize()
+
+    # ---- hot path -----------------------------------------------------------
+
+    def step_tensor(self, ctrl: torch.Tensor, nsteps: int = 1) -> None:
+        """Hold `ctrl` (num_envs, nu) for `nsteps` physics steps."""
+        self._ready()
+        ctrl = self._checked_rows(ctrl, "ctrl", self.num_envs, self.nu)
+        if nsteps.__class__ is not int or nsteps < 1:
+            raise ArgumentError(f"nsteps: expected a positive int, got {nsteps!r}")
+        self._step(ctrl, nsteps)
+
+    def get_state_views(self) -> Mapping[str, torch.Tensor]:
+        """Live tensors time (N,), qpos (N,nq), qvel (N,nv), ctrl (N,nu)."""
+        self._ready()
+        return self._state_views()
+
+    def set_state_tensor(self, env_ids: Any, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Start the selected envs from (qpos, qvel); other rows stay bit-identical.
+
+        The selected rows begin anew: time 0, ctrl 0, applied forces and solver
+        warm start cleared. Derived quantities are current on return.
+        """
+        self._ready()
+        ids, order = self._checked_ids(env_ids)
+        qpos = self._checked_rows(qpos, "qpos", len(ids), self.nq)
+        qvel = self._checked_rows(qvel, "qvel", len(ids), self.nv)
+        if order is not None:
+            qpos, qvel = qpos[order], qvel[order]
+        if len(ids):
+            self._set_state(ids, qpos, qvel)
+
+    def set_state_tensor_mask(self, mask: Any, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """As set_state_tensor, for the rows where `mask` (num_envs,) is True.
+
+        qpos and qvel hold one row per selected env, in env order.
+        """
+        self._ready()
+        mask = torch.as_tensor(mask)
+        if mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+            raise ArgumentError(
+                f"mask: expected a bool tensor of shape ({self.num_envs},), "
+                f"got {mask.dtype} {tuple(mask.shape)}"
+            )
+        self.set_state_tensor(torch.nonzero(mask.cpu()).flatten(), qpos, qvel)
+
+    def get_body_views(self, body_ids: Any) -> BodyViews:
+        """World-frame poses and velocities of the given bodies, (N, B, ...)."""
+        self._ready()
+        self._require("body_views")
+        return self._body_views(self._checked_object_ids(body_ids, "body"))
+
+    def get_sensor_view(self, name: str) -> torch.Tensor:
+        """Live (num_envs, dim) view of the named sensor's output."""
+        self._ready()
+        self._require("sensors")
+        return self._sensor_view(int(self.find("sensor", name)[0]))
+
+    def get_contact_forces(self, body_ids: Any) -> torch.Tensor:
+        """Net contact force on each body in the world frame, (N, B, 3).
+
+        Forces are those of the last physics step.
+        """
+        self._ready()
+        self._require("contact_forces")
+        return self._contact_forces(self._checked_object_ids(body_ids, "body"))
+
+    def get_site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Translational and rotational world-frame Jacobians of a site, (N, 3, nv) each."""
+        self._ready()
+        self._require("site_jacobian")
+        return self._site_jacobian(int(self._checked_object_ids([site_id], "site")[0]))
+
+    def apply_body_wrench(self, body_ids: Any, force: torch.Tensor, torque: torch.Tensor) -> None:
+        """World-frame force and torque at each body's COM, for the next step only.
+
+        force and torque are (num_envs, B, 3); a second call before the step
+        replaces the first.
+        """
+        self._ready()
+        self._require("body_wrench")
+        ids = self._checked_object_ids(body_ids, "body")
+        force = self._checked_array(force, "force", (self.num_envs, len(ids), 3))
+        torque = self._checked_array(torque, "torque", (self.num_envs, len(ids), 3))
+        self._apply_body_wrench(ids, force, torque)
+
+    # ---- snapshots ----------------------------------------------------------
+
+    def get_physics_state(self) -> torch.Tensor:
+        """(N, S) rows: [time, qpos, qvel] then any solver state the engine needs
+        for an exact restore (see `physics_state_size`)."""
+        self._ready()
+        return self._get_physics_state()
+
+    def set_physics_state(self, state: torch.Tensor, env_ids: Any = None) -> None:
+        """Restore rows of get_physics_state(), for all envs or env_ids.
+
+        A row of width 1 + nq + nv (the portable part, as any backend writes it)
+        is accepted too; the engine's solver state is then cleared.
+        """
+        self._ready()
+        ids, order = self._checked_ids(
+            torch.arange(self.num_envs) if env_ids is None else env_ids
+        )
+        portable = 1 + self.nq + self.nv
+        width = state.shape[-1] if isinstance(state, torch.Tensor) and state.ndim == 2 else -1
+        if width not in (portable, self.physics_state_size):
+            raise ArgumentError(
+                f"state: expected ({len(ids)}, {self.physics_state_size}) or "
+                f"({len(ids)}, {portable}), got {tuple(getattr(state, 'shape', ()))}"
+            )
+        state = self._checked_rows(state, "state", len(ids), width)
+        if order is not None:
+            state = state[order]
+        if len(ids):
+            self._set_physics_state(ids, state)
+
+    @property
+    def physics_state_size(self) -> int:
+        return 1 + self.nq + self.nv
+
+    # ---- domain randomization ----------------------------------------------
+
+    def set_dr_param(self, term: str, env_ids: Any, values: torch.Tensor) -> None:
+        """Write a DR term's values (len(env_ids), *term.shape) for those envs."""
+        self._ready()
+        spec = self._checked_term(term)
+        ids, order = self._checked_ids(env_ids)
+        values = self._checked_array(values, "values", (len(ids), *spec.shape))
+        if spec.minimum is not None and bool((values < spec.minimum).any()):
+            bad = values[values < spec.minimum].flatten()[0].item()
+            raise ArgumentError(
+                f"values: {term} must be >= {spec.minimum} ({spec.unit}), got {bad}"
+            )
+        if term == "body_mass":
+            default = self._dr_default("body_mass").to(values.device)
+            if bool(((values <= 0) & (default > 0)).any()):
+                raise ArgumentError("values: body_mass must stay > 0 for bodies that have mass")
+        if order is not None:
+            values = values[order]
+        if len(ids):
+            self._set_dr(term, ids, values)
+
+    def get_dr_param(self, term: str, env_ids: Any = None) -> torch.Tensor:
+        """Current values of a DR term, (len(env_ids), *term.shape)."""
+        self._ready()
+        self._checked_term(term)
+        if env_ids is None:
+            ids = torch.arange(self.num_envs)
+        else:
+            ids, order = self._checked_ids(env_ids)
+            if order is not None:  # give rows back in the caller's order
+                ids = ids[torch.argsort(order)]
+        return self._get_dr(term, ids)
+
+    def get_dr_default(self, term: str) -> torch.Tensor:
+        """The compiled value of a DR term, (*term.shape); never a randomized one."""
+        self._check_open()
+        self._checked_term(term)
+        return self._dr_default(term)
+
+    # ---- validation (one place) --------------------------------------------
+
+    def _require(self, feature: str) -> None:
+        if not getattr(self.get_capabilities(), feature):
+            raise CapabilityError(f"the {self.name} backend does not support {feature}")
+
+    def _checked_term(self, term: str) -> DRTerm:
+        terms = self._dr_terms()
+        if term not in terms:
+            if term in DR_TERMS:
+                raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
+            raise unknown_name("DR term", term, DR_TERMS)
+        spec = terms[term]
+        if spec.declare and term not in self._requested_dr:
+            raise CapabilityError(
+                f"the {self.name} backend must be told of {term!r} at construction: "
+                f"pass randomize=[{term!r}, ...]"
+            )
+        return spec
+
+    def _validate_randomize(self) -> None:
+        """Check `randomize=` against the backend's terms (call from __init__)."""
+        terms = self._dr_terms()
+        for term in self._requested_dr:
+            if term not in DR_TERMS:
+                raise unknown_name("DR term in randomize", term, DR_TERMS)
+            if term not in terms:
+                raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
+
+    def _checked_rows(self, x: Any, name: str, n: int, width: int) -> torch.Tensor:
+        """A finite float tensor (n, width) on the backend device."""
+        if x.__class__ is not torch.Tensor:
+            raise ArgumentError(f"{name}: expected a torch.Tensor ({n}, {width}), got {type(x).__name__}")
+        if x.shape != (n, width):
+            raise ArgumentError(f"{name}: expected shape ({n}, {width}), got {tuple(x.shape)}")
+        if not x.dtype.is_floating_point:
+            raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
+        if x.device != self.device:
+            raise ArgumentError(f"{name}: expected a tensor on {self.device}, got {x.device}")
+        if not self._all_finite(x):
+            raise ArgumentError(f"{name}: contains NaN or inf")
+        return x
+
+    def _checked_array(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise ArgumentError(f"{name}: expected a torch.Tensor {shape}, got {type(x).__name__}")
+        if tuple(x.shape) != shape:
+            raise ArgumentError(f"{name}: expected shape {shape}, got {tuple(x.shape)}")
+        if not x.dtype.is_floating_point:
+            raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
+        if not bool(torch.isfinite(x).all()):
+            raise ArgumentError(f"{name}: contains NaN or inf")
+        return x.to(self.device)
+
+    def _all_finite(self, x: torch.Tensor) -> bool:
+        return bool(torch.isfinite(x).all())
+
+    def _checked_ids(self, env_ids: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Sorted unique int64 CPU ids in range, and the sorting order (None if sorted)."""
+        ids = torch.as_tensor(env_ids)
+        if ids.ndim != 1 or ids.dtype in (torch.bool,) or ids.dtype.is_floating_point:
+            raise ArgumentError(
+                f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}"
+            )
+        ids = ids.to("cpu", torch.int64)
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= self.num_envs):
+            raise ArgumentError(f"env_ids: expected ids in [0, {self.num_envs}), got {ids.tolist()}")
+        if len(torch.unique(ids)) != len(ids):
+            raise ArgumentError(f"env_ids: ids must be unique, got {ids.tolist()}")
+        if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
+            order = torch.argsort(ids)
+            return ids[order], order
+        return ids, None
+
+    def _checked_object_ids(self, ids: Any, kind: str) -> np.ndarray:
+        count = len(self.names(kind))
+        arr = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids)
+        if arr.ndim == 0:
+            arr = arr[None]
+        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+            raise ArgumentError(f"{kind}_ids: expected 1-D integer ids, got {arr.dtype} {arr.shape}")
+        if arr.size and (arr.min() < 0 or arr.max() >= count):
+            raise ArgumentError(f"{kind}_ids: expected ids in [0, {count}), got {arr.tolist()}")
+        return arr.astype(np.int64)
+
+    # ---- engine hooks -------------------------------------------------------
+
+    @abc.abstractmethod
+    def _materialize(self) -> None: ...
+
+    @abc.abstractmethod
+    def _close(self) -> None: ...
+
+    @abc.abstractmethod
+    def _step(self, ctrl: torch.Tensor, nsteps: int) -> None: ...
+
+    @abc.abstractmethod
+    def _state_views(self) -> Mapping[str, torch.Tensor]: ...
+
+    @abc.abstractmethod
+    def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None: ...
+
+    @abc.abstractmethod
+    def _get_physics_state(self) -> torch.Tensor: ...
+
+    @abc.abstractmethod
+    def _set_physics_state(self, ids: torch.Tensor, state: torch.Tensor) -> None: ...
+
+    @abc.abstractmethod
+    def _dr_terms(self) -> Mapping[str, DRTerm]: ...
+
+    @abc.abstractmethod
+    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None: ...
+
+    @abc.abstractmethod
+    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor: ...
+
+    @abc.abstractmethod
+    def _dr_default(self, term: str) -> torch.Tensor: ...
+
+    def _body_views(self, body_ids: np.ndarray) -> BodyViews:
+        raise CapabilityError(f"the {self.name} backend does not support body_views")
+
+    def _sensor_view(self, sensor_id: int) -> torch.Tensor:
+        raise CapabilityError(f"the {self.name} backend does not support sensors")
+
+    def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
+        raise CapabilityError(f"the {self.name} backend does not support contact_forces")
+
+    def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        raise CapabilityError(f"the {self.name} backend does not support site_jacobian")
+
+    def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
+        raise CapabilityError(f"the {self.name} backend does not support body_wrench")

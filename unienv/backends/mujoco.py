@@ -1,0 +1,289 @@
+"""The `mujoco` backend: MuJoCo on the CPU through `mujoco.batch.Batch`.
+
+One compiled model, `num_envs` simulations, stepped on a thread pool of
+`nthread` threads (default: the cores this process may use). Results are
+bit-identical to a loop over one MjData per env, at any thread count, so the
+backend is deterministic.
+
+Views: `get_state_views()` returns torch tensors that share memory with the
+batch's float64 state rows (time, qpos, qvel, ctrl); a write to them is the
+env's state at its next step. Sensor views share memory with the batch's
+sensordata output. Body views, contact forces and Jacobians are computed per
+call (they gather rows) and are fresh copies.
+
+Freshness: every step ends with MuJoCo's position and velocity stages at the
+new state (`mjSTAGE_VEL`), so body poses, velocities and position/velocity
+sensors describe the current state. Acceleration-dependent outputs
+(accelerometers, force sensors, contact forces) are those of the last physics
+substep, as after `mj_step`. After `set_state_tensor` everything, acceleration
+included, is computed at the new state (`mj_forward`).
+
+Contact forces come from MuJoCo's `cfrc_ext`; to have MuJoCo compute it during
+each step, the backend appends one hidden accelerometer (on a world site) to
+the model it simulates. The scene's own sensors keep their ids.
+
+DR terms write per-simulation model fields (`Batch.expand`), and the terms
+that feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst`
+for the envs written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import batch as mjbatch
+
+from unienv.backends.base import (
+    BodyViews,
+    Capabilities,
+    DRTerm,
+    SceneInfo,
+    SimBackend,
+    load_mjmodel,
+)
+from unienv.errors import ArgumentError
+
+_VEL = mujoco.mjtStage.mjSTAGE_VEL.value
+_ACC = mujoco.mjtStage.mjSTAGE_ACC.value
+_NONE = mujoco.mjtStage.mjSTAGE_NONE.value
+_HIDDEN_SENSOR = "_unienv_cfrc"
+
+# DR term -> (model field, whether mj_setConst must follow a write)
+_FIELDS = {
+    "body_mass": ("body_mass", True),
+    "body_com": ("body_ipos", True),
+    "geom_friction": ("geom_friction", False),
+    "dof_damping": ("dof_damping", False),
+    "dof_armature": ("dof_armature", True),
+    "dof_frictionloss": ("dof_frictionloss", False),
+    "actuator_kp": ("actuator_gainprm", False),
+    "actuator_kd": ("actuator_biasprm", False),
+    "gravity": ("opt.gravity", False),
+}
+
+
+def _writable(array: np.ndarray) -> torch.Tensor:
+    """A torch view of a batch output (read-only in NumPy, refreshed by each call)."""
+    view = array.view()
+    view.flags.writeable = True
+    return torch.from_numpy(view)
+
+
+class MujocoBackend(SimBackend):
+    """Batched MuJoCo on the CPU; see the module docstring."""
+
+    name = "mujoco"
+
+    def __init__(
+        self,
+        scene: str | os.PathLike,
+        num_envs: int,
+        sim_dt: float,
+        *,
+        device: str | torch.device | None = None,
+        randomize=(),
+        nthread: int | None = None,
+    ):
+        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        if device is not None and torch.device(device).type != "cpu":
+            raise ArgumentError(
+                f"device: the mujoco backend runs on the CPU, got {device!r}; "
+                "use backend='mjwarp' or 'genesis' for CUDA"
+            )
+        if nthread is None:
+            nthread = len(os.sched_getaffinity(0))
+        if isinstance(nthread, bool) or not isinstance(nthread, int) or nthread < 1:
+            raise ArgumentError(f"nthread: expected a positive int, got {nthread!r}")
+        self.device = torch.device("cpu")
+        self.nthread = nthread
+        scene_model = load_mjmodel(scene, sim_dt)
+        self.info = SceneInfo.from_mjmodel(scene_model)
+        self.model = self._with_contact_sensor(scene_model)
+        self._validate_randomize()
+
+    def _with_contact_sensor(self, scene_model: mujoco.MjModel) -> mujoco.MjModel:
+        """The scene plus a hidden accelerometer, so that steps compute cfrc_ext."""
+        spec = mujoco.MjSpec.from_file(self.scene)
+        site = spec.worldbody.add_site(name=_HIDDEN_SENSOR, group=5)
+        spec.add_sensor(
+            name=_HIDDEN_SENSOR,
+            type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+            objtype=mujoco.mjtObj.mjOBJ_SITE,
+            objname=site.name,
+        )
+        model = spec.compile()
+        model.opt.timestep = scene_model.opt.timestep
+        return model
+
+    def get_capabilities(self) -> Capabilities:
+        return Capabilities(backend="mujoco", device="cpu", dtype=torch.float64, deterministic=True)
+
+    # ---- lifecycle ----------------------------------------------------------
+
+    def _materialize(self) -> None:
+        m = self.model
+        self._batch = b = mjbatch.Batch(m, nsim=self.num_envs, nthread=self.nthread)
+        b.reset(stage=_ACC)
+        self._ctrl = b.bind("ctrl")
+        self._qpos = b.bind("qpos")
+        self._qvel = b.bind("qvel")
+        self._xfrc = b.bind("xfrc_applied")
+        self._views = {name: torch.from_numpy(b.bind(name)) for name in ("time", "qpos", "qvel", "ctrl")}
+        self._out = {
+            name: _writable(b.bind(name))
+            for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
+        }
+        self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
+        self._applied_force: torch.Tensor | None = None  # force of the last step's wrench
+        self._wrench_pending = False
+
+    def _close(self) -> None:
+        del self._batch, self._views, self._out
+
+    # ---- hot path -----------------------------------------------------------
+
+    def _all_finite(self, x: torch.Tensor) -> bool:
+        return x.device.type == "cpu" and bool(np.isfinite(x.detach().numpy()).all())
+
+    def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
+        self._ctrl[:] = ctrl.detach().numpy()
+        self._batch.step(nstep=nsteps, stage=_VEL)
+        if self._wrench_pending:
+            self._xfrc[:] = 0.0
+            self._wrench_pending = False
+        else:
+            self._applied_force = None
+
+    def _state_views(self) -> Mapping[str, torch.Tensor]:
+        return self._views
+
+    def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        rows = ids.numpy()
+        self._batch.reset(rows, stage=_NONE)
+        self._qpos[rows] = qpos.detach().numpy()
+        self._qvel[rows] = qvel.detach().numpy()
+        self._batch.forward(rows, stage=_ACC)
+
+    def _body_views(self, body_ids: np.ndarray) -> BodyViews:
+        o = self._out
+        pos = o["xpos"][:, body_ids]
+        cvel = o["cvel"][:, body_ids]
+        ang = cvel[..., :3]
+        # cvel is the spatial velocity at the root's subtree COM; move it to the origin
+        com = o["subtree_com"][:, self._root[body_ids]]
+        lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - com, dim=-1)
+        return BodyViews(pos, o["xquat"][:, body_ids], lin, ang.clone())
+
+    def _sensor_view(self, sensor_id: int) -> torch.Tensor:
+        adr, dim = int(self.info.sensor_adr[sensor_id]), int(self.info.sensor_dim[sensor_id])
+        return self._out["sensordata"][:, adr : adr + dim]
+
+    def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
+        force = self._out["cfrc_ext"][:, body_ids, 3:]
+        if self._applied_force is not None:  # cfrc_ext includes the applied wrench
+            force = force - self._applied_force[:, body_ids]
+        return force.clone()
+
+    def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        body = int(self.model.site_bodyid[site_id])
+        point = self._out["site_xpos"][:, site_id].numpy()
+        jacp, jacr = self._batch.jac(body, point)
+        return torch.from_numpy(jacp), torch.from_numpy(jacr)
+
+    def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
+        self._xfrc[:] = 0.0
+        self._xfrc[:, body_ids, :3] = force.numpy()
+        self._xfrc[:, body_ids, 3:] = torque.numpy()
+        self._applied_force = torch.from_numpy(self._xfrc[:, :, :3].copy())
+        self._wrench_pending = True
+
+    # ---- snapshots ----------------------------------------------------------
+
+    _SOLVER_STATE = ("act", "history", "qacc_warmstart")
+
+    @property
+    def physics_state_size(self) -> int:
+        m = self.model
+        return 1 + m.nq + m.nv + m.na + m.nhistory + m.nv
+
+    def _get_physics_state(self) -> torch.Tensor:
+        b = self._batch
+        cols = [b.bind("time")[:, None], self._qpos, self._qvel]
+        cols += [b.bind(f).reshape(self.num_envs, -1) for f in self._SOLVER_STATE]
+        return torch.from_numpy(np.concatenate(cols, axis=1))
+
+    def _set_physics_state(self, ids: torch.Tensor, state: torch.Tensor) -> None:
+        b, rows, x = self._batch, ids.numpy(), state.detach().to(torch.float64).numpy()
+        nq, nv = self.nq, self.nv
+        b.bind("time")[rows] = x[:, 0]
+        self._qpos[rows] = x[:, 1 : 1 + nq]
+        self._qvel[rows] = x[:, 1 + nq : 1 + nq + nv]
+        start = 1 + nq + nv
+        for f in self._SOLVER_STATE:
+            field = b.bind(f)
+            width = int(np.prod(field.shape[1:]))
+            part = x[:, start : start + width] if x.shape[1] > start else 0.0
+            field.reshape(self.num_envs, -1)[rows] = part
+            start += width
+        b.forward(rows, stage=_ACC)
+
+    # ---- domain randomization ----------------------------------------------
+
+    def _dr_terms(self) -> Mapping[str, DRTerm]:
+        m = self.model
+        return {
+            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
+            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame"),
+            "geom_friction": DRTerm("geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0),
+            "dof_damping": DRTerm("dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", minimum=0.0),
+            "dof_armature": DRTerm("dof_armature", "dof", (m.nv,), "kg or kg*m^2", minimum=0.0),
+            "dof_frictionloss": DRTerm("dof_frictionloss", "dof", (m.nv,), "N or N*m", minimum=0.0),
+            "actuator_kp": DRTerm("actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0),
+            "actuator_kd": DRTerm("actuator_kd", "actuator", (m.nu,), "velocity feedback gain", minimum=0.0),
+            "gravity": DRTerm("gravity", "", (3,), "m/s^2"),
+        }
+
+    def _model_values(self, term: str, field: np.ndarray) -> np.ndarray:
+        """A DR term's values out of its model field's array (any leading dims)."""
+        if term == "actuator_kp":
+            return field[..., 0]
+        if term == "actuator_kd":
+            return -field[..., 2]
+        return field
+
+    def _dr_default(self, term: str) -> torch.Tensor:
+        field = _FIELDS[term][0]
+        value = np.asarray(getattr(self.model.opt, field[4:]) if field.startswith("opt.") else getattr(self.model, field))
+        return torch.from_numpy(np.array(self._model_values(term, value), dtype=np.float64))
+
+    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
+        values = self._batch.expanded(_FIELDS[term][0])
+        if values is None:
+            default = self._dr_default(term)
+            return default.expand(len(ids), *default.shape).clone()
+        return torch.from_numpy(np.array(self._model_values(term, values[ids.numpy()]), dtype=np.float64))
+
+    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        field, setconst = _FIELDS[term]
+        b, rows, x = self._batch, ids.numpy(), values.detach().to(torch.float64).numpy()
+        if term == "body_mass":
+            default = self.model.body_mass
+            ratio = np.divide(x, default, out=np.ones_like(x), where=default > 0)
+            b.expand("body_inertia")[rows] = self.model.body_inertia * ratio[..., None]
+            b.expand(field)[rows] = x
+        elif term == "actuator_kp":
+            gain, bias = b.expand("actuator_gainprm"), b.expand("actuator_biasprm")
+            servo = self.model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE
+            gain[rows, :, 0] = x
+            bias[rows[:, None], np.flatnonzero(servo), 1] = -x[:, servo]
+        elif term == "actuator_kd":
+            b.expand(field)[rows, :, 2] = -x
+        else:
+            b.expand(field)[rows] = x
+        if setconst:
+            b.set_const(rows)
+        b.forward(rows, stage=_ACC)  # derived quantities follow the new model at once

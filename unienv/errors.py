@@ -1,0 +1,40 @@
+"""unienv's exceptions.
+
+Every error names the argument at fault and what was expected. Validation runs
+before anything is written, so a call that raises has changed nothing.
+"""
+
+import difflib
+from collections.abc import Iterable
+
+
+class UnienvError(Exception):
+    """Base class of unienv's own exceptions."""
+
+
+class CapabilityError(UnienvError):
+    """A backend was asked for something it does not declare it can do."""
+
+
+class BackendClosedError(UnienvError):
+    """A backend was used after close()."""
+
+
+class ArgumentError(UnienvError, ValueError):
+    """A value of the wrong shape, dtype or range."""
+
+
+class UnknownNameError(UnienvError, KeyError):
+    """A name that matches nothing; the message lists the closest valid names."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+def unknown_name(kind: str, name: str, valid: Iterable[str]) -> UnknownNameError:
+    """The error for a misspelled `kind` name, with the closest valid names."""
+    valid = list(valid)
+    close = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    shown = ", ".join(map(repr, valid[:12])) + (", ..." if len(valid) > 12 else "")
+    return UnknownNameError(f"unknown {kind} {name!r}{hint} (valid: {shown})")
