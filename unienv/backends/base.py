@@ -424,9 +424,7 @@ class SimBackend(abc.ABC):
         is accepted too; the engine's solver state is then cleared.
         """
         self._ready()
-        ids, order = self._checked_ids(
-            torch.arange(self.num_envs) if env_ids is None else env_ids
-        )
+        ids, order = self._checked_ids(torch.arange(self.num_envs) if env_ids is None else env_ids)
         portable = 1 + self.nq + self.nv
         width = state.shape[-1] if isinstance(state, torch.Tensor) and state.ndim == 2 else -1
         if width not in (portable, self.physics_state_size):
@@ -454,9 +452,7 @@ class SimBackend(abc.ABC):
         values = self._checked_array(values, "values", (len(ids), *spec.shape))
         if spec.minimum is not None and bool((values < spec.minimum).any()):
             bad = values[values < spec.minimum].flatten()[0].item()
-            raise ArgumentError(
-                f"values: {term} must be >= {spec.minimum} ({spec.unit}), got {bad}"
-            )
+            raise ArgumentError(f"values: {term} must be >= {spec.minimum} ({spec.unit}), got {bad}")
         if term == "body_mass":
             default = self._dr_default("body_mass").to(values.device)
             if bool(((values <= 0) & (default > 0)).any()):
@@ -545,9 +541,7 @@ class SimBackend(abc.ABC):
         """Sorted unique int64 CPU ids in range, and the sorting order (None if sorted)."""
         ids = torch.as_tensor(env_ids)
         if ids.ndim != 1 or ids.dtype in (torch.bool,) or ids.dtype.is_floating_point:
-            raise ArgumentError(
-                f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}"
-            )
+            raise ArgumentError(f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}")
         ids = ids.to("cpu", torch.int64)
         if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= self.num_envs):
             raise ArgumentError(f"env_ids: expected ids in [0, {self.num_envs}), got {ids.tolist()}")

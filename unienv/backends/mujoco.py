@@ -238,11 +238,15 @@ class MujocoBackend(SimBackend):
         return {
             "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
             "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame"),
-            "geom_friction": DRTerm("geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0),
+            "geom_friction": DRTerm(
+                "geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0
+            ),
             "dof_damping": DRTerm("dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", minimum=0.0),
             "dof_armature": DRTerm("dof_armature", "dof", (m.nv,), "kg or kg*m^2", minimum=0.0),
             "dof_frictionloss": DRTerm("dof_frictionloss", "dof", (m.nv,), "N or N*m", minimum=0.0),
-            "actuator_kp": DRTerm("actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0),
+            "actuator_kp": DRTerm(
+                "actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0
+            ),
             "actuator_kd": DRTerm("actuator_kd", "actuator", (m.nu,), "velocity feedback gain", minimum=0.0),
             "gravity": DRTerm("gravity", "", (3,), "m/s^2"),
         }
@@ -257,7 +261,9 @@ class MujocoBackend(SimBackend):
 
     def _dr_default(self, term: str) -> torch.Tensor:
         field = _FIELDS[term][0]
-        value = np.asarray(getattr(self.model.opt, field[4:]) if field.startswith("opt.") else getattr(self.model, field))
+        value = np.asarray(
+            getattr(self.model.opt, field[4:]) if field.startswith("opt.") else getattr(self.model, field)
+        )
         return torch.from_numpy(np.array(self._model_values(term, value), dtype=np.float64))
 
     def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,37 @@
+"""unienv: Gymnasium-compatible vectorized robot simulation on batched engines.
+
+    env = unienv.make("ant", backend="mujoco", num_envs=256, seed=0)
+    obs, info = env.reset()
+    obs, reward, terminated, truncated, info = env.step(actions)
+
+Importing unienv registers every task with Gymnasium ("unienv/Ant-v0", ...)
+and imports no optional engine (genesis, warp, pinocchio).
+"""
+
+import os
+
+if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
+    os.environ["MUJOCO_GL"] = "egl"  # headless rendering; must precede `import mujoco`
+
+from gymnasium.vector import AutoresetMode  # noqa: E402
+
+from unienv.envs import NumpyEnv, SingleEnv, UniEnv, numpy_env  # noqa: E402
+from unienv.errors import ArgumentError, BackendClosedError, CapabilityError  # noqa: E402
+from unienv.make import make, make_single, make_vector, register_envs  # noqa: E402
+
+register_envs()
+
+__version__ = "0.1.0"
+__all__ = [
+    "ArgumentError",
+    "AutoresetMode",
+    "BackendClosedError",
+    "CapabilityError",
+    "NumpyEnv",
+    "SingleEnv",
+    "UniEnv",
+    "make",
+    "make_single",
+    "make_vector",
+    "numpy_env",
+]

@@ -1,0 +1,330 @@
+"""Gymnasium vector environments over a Task and a SimBackend.
+
+`UniEnv` is a `gymnasium.vector.VectorEnv` whose inputs and outputs are torch
+tensors on the backend's device, batch dimension first. One `step`:
+
+    ctrl = task.action_to_ctrl(actions); backend.step_tensor(ctrl, decimation)
+    reward, terminated from the task; truncated when the episode reaches
+    max_episode_steps; then autoreset as `metadata["autoreset_mode"]` says.
+
+Autoreset modes (Gymnasium's `AutoresetMode`):
+  SAME_STEP (default)  done envs are reset inside the step that ends them; the
+                       returned obs is the new episode's first; the terminal obs
+                       is in info["final_obs"] (rows where info["_final_obs"])
+                       and episode stats in info["final_info"]["episode"].
+  NEXT_STEP            the step after a done step resets those envs instead of
+                       stepping them (reward 0, not done); stats in info["episode"].
+  DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
+
+Every info key `k` that is per env comes with a `_k` bool mask. Seeding:
+env i's resets sample from its own stream keyed by seed + i
+(`unienv.random`), so the same seed gives the same trajectories bit for bit on
+the CPU, and env i of a vector seeded s matches a single env seeded s + i.
+
+`numpy_env(env)` gives the NumPy form for NumPy-based RL code; `SingleEnv` is
+the one-env `gymnasium.Env` that `gymnasium.make("unienv/<Task>-v0")` returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+from gymnasium.vector.utils import batch_space
+
+from unienv.backends import SimBackend
+from unienv.errors import ArgumentError
+from unienv.random import EnvRandom
+from unienv.task import Task
+
+_NONFINITE = ("raise", "zero")
+
+
+class UniEnv(VectorEnv):
+    """num_envs copies of a task on one batched backend; see the module docstring."""
+
+    def __init__(
+        self,
+        task: Task,
+        backend: SimBackend,
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        render_env_ids: Sequence[int] = (0,),
+        render_size: tuple[int, int] = (480, 640),
+        nonfinite_actions: str = "raise",
+    ):
+        autoreset_mode = _autoreset_mode(autoreset_mode)
+        if max_episode_steps is None:
+            max_episode_steps = task.max_episode_steps
+        if (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, int)
+            or max_episode_steps < 1
+        ):
+            raise ArgumentError(f"max_episode_steps: expected a positive int, got {max_episode_steps!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ArgumentError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
+        if nonfinite_actions not in _NONFINITE:
+            raise ArgumentError(f"nonfinite_actions: expected one of {_NONFINITE}, got {nonfinite_actions!r}")
+        render_env_ids = [int(i) for i in render_env_ids]
+        if not render_env_ids or min(render_env_ids) < 0 or max(render_env_ids) >= backend.num_envs:
+            raise ArgumentError(
+                f"render_env_ids: expected ids in [0, {backend.num_envs}), got {render_env_ids}"
+            )
+        if abs(backend.dt - task.sim_dt) > 1e-12:
+            raise ArgumentError(f"backend: its sim_dt {backend.dt} differs from the task's {task.sim_dt}")
+
+        self.task, self.backend = task, backend
+        self.num_envs = backend.num_envs
+        self.device = backend.device
+        self.max_episode_steps = max_episode_steps
+        self.render_mode = render_mode
+        self.render_env_ids = render_env_ids
+        self.render_size = render_size
+        self.nonfinite_actions = nonfinite_actions
+        self.single_action_space = task.single_action_space
+        self.single_observation_space = task.single_observation_space
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.metadata = {
+            "autoreset_mode": autoreset_mode,
+            "render_modes": ["rgb_array"],
+            "render_fps": round(1.0 / task.dt),
+        }
+        self._obs_dtype = getattr(torch, np.dtype(self.single_observation_space.dtype).name)
+        self._act_dim = int(np.prod(self.single_action_space.shape))
+
+        backend.materialize()
+        task.setup(backend)
+        n, dev = self.num_envs, self.device
+        self._random = EnvRandom(n, dev)
+        self._return = torch.zeros(n, dtype=torch.float64, device=dev)
+        self._length = torch.zeros(n, dtype=torch.int64, device=dev)
+        self._start = np.full(n, time.perf_counter())
+        self._pending_reset = torch.zeros(n, dtype=torch.bool, device=dev)  # NEXT_STEP
+        self._renderer = None
+        self._all = torch.arange(n)
+
+    # ---- reset --------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset all envs, or those in options["reset_mask"]; returns (obs, info)."""
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+                raise ArgumentError(f"seed: expected an int or None, got {seed!r}")
+            self._random.seed(int(seed))
+        ids = self._all
+        options = dict(options or {})
+        if "reset_mask" in options:
+            mask = torch.as_tensor(options.pop("reset_mask"))
+            if mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+                raise ArgumentError(
+                    f"options['reset_mask']: expected a bool array of shape ({self.num_envs},), "
+                    f"got {mask.dtype} {tuple(mask.shape)}"
+                )
+            ids = torch.nonzero(mask.cpu()).flatten()
+        if options:
+            raise ArgumentError(f"options: unknown keys {sorted(options)}; expected 'reset_mask'")
+        self._reset_envs(ids)
+        self._pending_reset[ids.to(self.device)] = False
+        return self._observe(), {}
+
+    def _reset_envs(self, ids: torch.Tensor) -> None:
+        if len(ids) == 0:
+            return
+        qpos, qvel = self.task.reset_state(ids, self._random.for_envs(ids))
+        self.backend.set_state_tensor(ids, qpos, qvel)
+        dev_ids = ids.to(self.device)
+        self._return[dev_ids] = 0.0
+        self._length[dev_ids] = 0
+        self._start[ids.numpy()] = time.perf_counter()
+
+    def _observe(self) -> torch.Tensor:
+        return self.task.observe(self.backend).to(self._obs_dtype)
+
+    # ---- step ---------------------------------------------------------------
+
+    def step(self, actions):
+        """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
+        actions, info = self._checked_actions(actions)
+        time_before = self.backend.get_state_views()["time"].clone()
+        self.backend.step_tensor(self.task.action_to_ctrl(actions), self.task.decimation)
+        self._length += 1
+
+        reward, terms = self.task.reward(self.backend, actions)
+        terminated = self.task.terminated(self.backend)
+        truncated = self._length >= self.max_episode_steps
+        diverged = self._diverged(time_before)
+        if bool(diverged.any()):  # never hand out a diverged state: end the episode
+            info["diverged"], info["_diverged"] = diverged, diverged
+            truncated = truncated | diverged
+            reward = torch.where(diverged, torch.zeros_like(reward), reward)
+        self._return += reward
+        info["reward_terms"] = terms
+        obs = self._observe()
+        if diverged.any():
+            obs[diverged] = 0.0
+        done = terminated | truncated
+        mode = self.metadata["autoreset_mode"]
+
+        if mode == AutoresetMode.NEXT_STEP:
+            pending = self._pending_reset
+            if bool(pending.any()):
+                self._reset_envs(torch.nonzero(pending.cpu()).flatten())
+                obs = self._observe()
+                reward = torch.where(pending, torch.zeros_like(reward), reward)
+                terminated, truncated = terminated & ~pending, truncated & ~pending
+                done = done & ~pending
+            self._pending_reset = done.clone()
+        if bool(done.any()):
+            episode = self._episode_stats(done)
+            if mode == AutoresetMode.SAME_STEP:
+                info["final_obs"], info["_final_obs"] = obs, done
+                info["final_info"] = {"episode": episode, "_episode": done}
+                info["_final_info"] = done
+                self._reset_envs(torch.nonzero(done.cpu()).flatten())
+                obs = self._observe()
+            else:
+                info["episode"], info["_episode"] = episode, done
+        return obs, reward.to(torch.float64), terminated, truncated, info
+
+    def _checked_actions(self, actions) -> tuple[torch.Tensor, dict]:
+        """actions as a float tensor (num_envs, act_dim) on the device, finite."""
+        if isinstance(actions, np.ndarray):
+            actions = torch.from_numpy(actions)
+        if not isinstance(actions, torch.Tensor):
+            raise ArgumentError(
+                f"actions: expected a tensor or array ({self.num_envs}, {self._act_dim}), got {type(actions).__name__}"
+            )
+        if actions.shape != (self.num_envs, self._act_dim):
+            raise ArgumentError(
+                f"actions: expected shape ({self.num_envs}, {self._act_dim}), got {tuple(actions.shape)}"
+            )
+        if not actions.dtype.is_floating_point:
+            raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
+        actions = actions.to(self.device)
+        finite = torch.isfinite(actions).all(1)
+        info = {}
+        if not bool(finite.all()):
+            if self.nonfinite_actions == "raise":
+                bad = torch.nonzero(~finite).flatten().tolist()
+                raise ArgumentError(
+                    f"actions: NaN or inf in envs {bad[:10]} (nonfinite_actions='zero' replaces them)"
+                )
+            actions = torch.where(finite[:, None], actions, torch.zeros_like(actions))
+            info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
+        return actions, info
+
+    def _diverged(self, time_before: torch.Tensor) -> torch.Tensor:
+        """Envs whose state is not finite, or that the engine reset itself (time went back)."""
+        s = self.backend.get_state_views()
+        finite = torch.isfinite(s["qpos"]).all(1) & torch.isfinite(s["qvel"]).all(1)
+        return ~finite | (s["time"] < time_before)
+
+    def _episode_stats(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
+        now = time.perf_counter()
+        elapsed = torch.as_tensor(np.round(now - self._start, 6), device=self.device)
+        zero = torch.zeros((), device=self.device)
+        return {
+            "r": torch.where(done, self._return, zero.double()),
+            "l": torch.where(done, self._length, zero.long()),
+            "t": torch.where(done, elapsed, zero.double()),
+        }
+
+    # ---- render / close -----------------------------------------------------
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """RGB frames (H, W, 3) uint8 of the envs in render_env_ids."""
+        if self.render_mode is None:
+            gym.logger.warn("render() needs render_mode='rgb_array'")
+            return None
+        if self._renderer is None:
+            from unienv.render import Renderer
+
+            height, width = self.render_size
+            self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
+        qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
+        return tuple(self._renderer.render(q) for q in qpos)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self.backend.close()
+
+
+def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    if isinstance(mode, AutoresetMode):
+        return mode
+    names = {m.name.lower(): m for m in AutoresetMode} | {m.value: m for m in AutoresetMode}
+    if isinstance(mode, str) and mode.lower() in names:
+        return names[mode.lower()]
+    raise ArgumentError(f"autoreset_mode: expected one of {[m.name for m in AutoresetMode]}, got {mode!r}")
+
+
+# ---- NumPy form -----------------------------------------------------------------
+
+
+def _to_numpy(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: _to_numpy(v) for k, v in x.items()}
+    return x
+
+
+class NumpyEnv(VectorWrapper):
+    """A UniEnv with NumPy inputs and outputs (arrays on the host), infos included."""
+
+    def step(self, actions):
+        return tuple(_to_numpy(x) for x in self.env.step(torch.as_tensor(np.asarray(actions))))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        return tuple(_to_numpy(x) for x in self.env.reset(seed=seed, options=options))
+
+
+def numpy_env(env: UniEnv) -> NumpyEnv:
+    return NumpyEnv(env)
+
+
+# ---- single env (gymnasium.make) --------------------------------------------------
+
+
+class SingleEnv(gym.Env):
+    """One env of a task as a plain `gymnasium.Env` with NumPy outputs."""
+
+    def __init__(self, vector_env: UniEnv):
+        if vector_env.num_envs != 1:
+            raise ArgumentError(f"vector_env: expected num_envs=1, got {vector_env.num_envs}")
+        if vector_env.metadata["autoreset_mode"] != AutoresetMode.DISABLED:
+            raise ArgumentError("vector_env: expected autoreset_mode=DISABLED")
+        self.vector_env = vector_env
+        self.action_space = vector_env.single_action_space
+        self.observation_space = vector_env.single_observation_space
+        self.render_mode = vector_env.render_mode
+        self.metadata = {"render_modes": ["rgb_array"], "render_fps": vector_env.metadata["render_fps"]}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        obs, info = self.vector_env.reset(seed=seed, options=options)
+        return obs[0].cpu().numpy(), {}
+
+    def step(self, action):
+        action = torch.as_tensor(np.asarray(action, dtype=self.action_space.dtype))[None]
+        obs, reward, terminated, truncated, info = self.vector_env.step(action)
+        single = {k: float(v[0]) for k, v in info["reward_terms"].items()}
+        return obs[0].cpu().numpy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), single
+
+    def render(self):
+        frames = self.vector_env.render()
+        return None if frames is None else frames[0]
+
+    def close(self):
+        self.vector_env.close()

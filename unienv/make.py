@@ -1,0 +1,69 @@
+"""Constructors: `unienv.make(task, backend, ...)` and the Gymnasium registrations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode
+
+from unienv import backends
+from unienv.envs import SingleEnv, UniEnv
+from unienv.errors import ArgumentError
+from unienv.tasks import TASKS, gym_id, task_class
+
+
+def make(
+    task: str,
+    backend: str = "mujoco",
+    num_envs: int = 1,
+    device: str | None = None,
+    seed: int | None = None,
+    dr: Mapping[str, Any] | None = None,
+    autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+    task_options: Mapping[str, Any] | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+    **env_options: Any,
+) -> UniEnv:
+    """A vector env of `task` on `backend`; `seed` seeds the first reset.
+
+    task_options go to the task's constructor (e.g. {"swingup": True}),
+    backend_options to the backend's (e.g. {"nthread": 2}), env_options to
+    UniEnv (max_episode_steps, render_mode, render_env_ids, nonfinite_actions).
+    """
+    if dr:
+        raise ArgumentError("dr: domain randomization configs are not supported yet; pass None")
+    the_task = task_class(task)(**dict(task_options or {}))
+    sim = backends.create(
+        backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **dict(backend_options or {})
+    )
+    env = UniEnv(the_task, sim, autoreset_mode=autoreset_mode, **env_options)
+    if seed is not None:
+        env._random.seed(seed)
+    return env
+
+
+def make_vector(task: str, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> UniEnv:
+    """Gymnasium's vector_entry_point: `gymnasium.make_vec("unienv/Ant-v0", num_envs=64)`."""
+    kwargs.pop("render_mode", None) if kwargs.get("render_mode") is None else None
+    return make(task, num_envs=num_envs, max_episode_steps=max_episode_steps, **kwargs)
+
+
+def make_single(task: str, **kwargs: Any) -> SingleEnv:
+    """Gymnasium's entry_point: one env with NumPy outputs (`gymnasium.make("unienv/Ant-v0")`)."""
+    return SingleEnv(make(task, num_envs=1, autoreset_mode=AutoresetMode.DISABLED, **kwargs))
+
+
+def register_envs() -> None:
+    """Register every task as unienv/<Task>-v0 (idempotent)."""
+    for name in TASKS:
+        env_id = gym_id(name)
+        if env_id not in gym.registry:
+            gym.register(
+                id=env_id,
+                entry_point="unienv.make:make_single",
+                vector_entry_point="unienv.make:make_vector",
+                kwargs={"task": name},
+                disable_env_checker=True,
+            )
