@@ -1,0 +1,70 @@
+"""Roll a policy out on a unienv task and record a video.
+
+    python play.py                                   # cartpole, mujoco, random policy
+    python play.py task=ant num_envs=16 steps=500 policy=zero
+    python play.py task=cartpole policy=path/to/policy.pt video.envs=1
+
+Configuration lives in cfg/ (Hydra); `python play.py --help` lists it.
+"""
+
+import os
+
+import hydra
+import imageio.v2 as imageio
+from omegaconf import DictConfig, OmegaConf
+
+import unienv
+from unienv.render import tile
+from unienv.rollout import make_policy, rollout
+
+
+@hydra.main(version_base="1.3", config_path="cfg", config_name="config")
+def main(cfg: DictConfig) -> None:
+    task_options = OmegaConf.to_container(cfg.task)
+    backend_options = OmegaConf.to_container(cfg.backend)
+    task, backend = task_options.pop("name"), backend_options.pop("name")
+    video = cfg.video.enabled
+    env = unienv.make(
+        task,
+        backend=backend,
+        num_envs=cfg.num_envs,
+        device=cfg.device,
+        task_options=task_options,
+        backend_options={k: v for k, v in backend_options.items() if v is not None},
+        autoreset_mode=cfg.autoreset_mode,
+        render_mode="rgb_array" if video else None,
+        render_env_ids=range(min(cfg.video.envs, cfg.num_envs)),
+        render_size=(cfg.video.height, cfg.video.width),
+    )
+    policy = make_policy(cfg.policy, env)
+    writer = None
+    if video:
+        path = hydra.utils.to_absolute_path(cfg.video.path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        writer = imageio.get_writer(
+            path, fps=env.metadata["render_fps"], codec="libx264", quality=7, macro_block_size=8
+        )
+    try:
+        stats = rollout(
+            env,
+            policy,
+            cfg.steps,
+            seed=cfg.seed,
+            on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+        env.close()
+    s = stats.summary()
+    print(
+        f"{task} on {backend}: {stats.steps} steps x {cfg.num_envs} envs, {s['episodes']} episodes finished; "
+        f"return {s['return_mean']:.2f} +- {s['return_std']:.2f}, length {s['length_mean']:.1f}, "
+        f"termination rate {s['termination_rate']:.2f}"
+    )
+    if video:
+        print(f"video: {path}")
+
+
+if __name__ == "__main__":
+    main()
