@@ -29,6 +29,7 @@ Engines implement the underscored hooks at the bottom of the class.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -59,6 +60,18 @@ DR_TERMS = (
 
 OBJECT_KINDS = ("body", "joint", "actuator", "site", "geom", "sensor")
 
+MJ_FIELDS = {
+    "cinert": "body",  # (N, nbody, 10) com-based inertia
+    "cvel": "body",  # (N, nbody, 6) com-based velocity [rot, lin]
+    "cfrc_ext": "body",  # (N, nbody, 6) com-based external (contact) wrench [torque, force]
+    "xipos": "body",  # (N, nbody, 3) body COM position
+    "site_xpos": "site",  # (N, nsite, 3) site position
+    "qfrc_actuator": "dof",  # (N, nv) actuator generalized force
+    "qfrc_constraint": "dof",  # (N, nv) constraint generalized force
+}
+"""MuJoCo's derived mjData fields that `get_mj_field` serves (the `mj_fields` capability),
+with what their second axis runs over. Gymnasium's MuJoCo tasks observe them."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
@@ -73,6 +86,7 @@ class Capabilities:
     contact_forces: bool = True
     site_jacobian: bool = True
     body_wrench: bool = True
+    mj_fields: bool = False  # get_mj_field: MuJoCo's own derived quantities (MJ_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,10 +324,8 @@ class SimBackend(abc.ABC):
         self.close()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to release
             self.close()
-        except Exception:  # interpreter shutdown: nothing left to release
-            pass
 
     def _check_open(self) -> None:
         if self._closed:
@@ -408,6 +420,19 @@ class SimBackend(abc.ABC):
         force = self._checked_array(force, "force", (self.num_envs, len(ids), 3))
         torque = self._checked_array(torque, "torque", (self.num_envs, len(ids), 3))
         self._apply_body_wrench(ids, force, torque)
+
+    def get_mj_field(self, name: str) -> torch.Tensor:
+        """MuJoCo's mjData field `name` (one of MJ_FIELDS) for every env, (N, ...) float64.
+
+        Values are those at the current state, as `mj_forward` then
+        `mj_rnePostConstraint` compute them (not one substep behind, as after
+        `mj_step`), with the controls of the last step. A fresh copy.
+        """
+        self._ready()
+        self._require("mj_fields")
+        if name not in MJ_FIELDS:
+            raise unknown_name("MuJoCo field", name, MJ_FIELDS)
+        return self._mj_field(name)
 
     # ---- snapshots ----------------------------------------------------------
 
@@ -612,3 +637,6 @@ class SimBackend(abc.ABC):
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
         raise CapabilityError(f"the {self.name} backend does not support body_wrench")
+
+    def _mj_field(self, name: str) -> torch.Tensor:
+        raise CapabilityError(f"the {self.name} backend does not support mj_fields")

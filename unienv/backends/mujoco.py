@@ -22,9 +22,16 @@ Contact forces come from MuJoCo's `cfrc_ext`; to have MuJoCo compute it during
 each step, the backend appends one hidden accelerometer (on a world site) to
 the model it simulates. The scene's own sensors keep their ids.
 
+`get_mj_field` (capability mj_fields) runs one extra `mj_forward` over all envs
+the first time it is called after a step or a state write, and serves copies of
+its outputs; the contact forces and sensors above keep their last-substep
+values, and the trajectory is unchanged (mj_forward writes no state).
+
 DR terms write per-simulation model fields (`Batch.expand`), and the terms
 that feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst`
-for the envs written.
+for the envs written. `body_com` must be named in `randomize=`: MuJoCo compiles
+bodies whose COM sits at their frame origin with a shortcut that a moved COM
+would break, so the backend then compiles without it.
 """
 
 from __future__ import annotations
@@ -108,7 +115,8 @@ class MujocoBackend(SimBackend):
     def _with_contact_sensor(self, scene_model: mujoco.MjModel) -> mujoco.MjModel:
         """The scene plus a hidden accelerometer, so that steps compute cfrc_ext."""
         spec = mujoco.MjSpec.from_file(self.scene)
-        site = spec.worldbody.add_site(name=_HIDDEN_SENSOR, group=5)
+        # on the last body, so that it is the last site and the scene's site ids hold
+        site = spec.bodies[-1].add_site(name=_HIDDEN_SENSOR, group=5)
         spec.add_sensor(
             name=_HIDDEN_SENSOR,
             type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
@@ -116,11 +124,21 @@ class MujocoBackend(SimBackend):
             objname=site.name,
         )
         model = spec.compile()
+        if model.nsite != scene_model.nsite + 1 or model.site(scene_model.nsite).name != _HIDDEN_SENSOR:
+            raise RuntimeError(f"{self.scene}: the hidden contact sensor's site did not come last")
         model.opt.timestep = scene_model.opt.timestep
+        if "body_com" in self._requested_dr:
+            # MuJoCo skips frame transforms for bodies whose COM sits at their origin;
+            # a COM that will move must not be compiled that way
+            model.body_sameframe[1:] = 0
+            model.body_simple[:] = 0
+            model.dof_simplenum[:] = 0
         return model
 
     def get_capabilities(self) -> Capabilities:
-        return Capabilities(backend="mujoco", device="cpu", dtype=torch.float64, deterministic=True)
+        return Capabilities(
+            backend="mujoco", device="cpu", dtype=torch.float64, deterministic=True, mj_fields=True
+        )
 
     # ---- lifecycle ----------------------------------------------------------
 
@@ -140,6 +158,8 @@ class MujocoBackend(SimBackend):
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
         self._applied_force: torch.Tensor | None = None  # force of the last step's wrench
         self._wrench_pending = False
+        self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
+        self._mj_values: dict[str, torch.Tensor] | None = None  # their values at this state
 
     def _close(self) -> None:
         del self._batch, self._views, self._out
@@ -152,6 +172,7 @@ class MujocoBackend(SimBackend):
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
         self._batch.step(nstep=nsteps, stage=_VEL)
+        self._mj_values = None
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
@@ -167,6 +188,7 @@ class MujocoBackend(SimBackend):
         self._qpos[rows] = qpos.detach().numpy()
         self._qvel[rows] = qvel.detach().numpy()
         self._batch.forward(rows, stage=_ACC)
+        self._mj_values = None
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         o = self._out
@@ -201,6 +223,18 @@ class MujocoBackend(SimBackend):
         self._applied_force = torch.from_numpy(self._xfrc[:, :, :3].copy())
         self._wrench_pending = True
 
+    def _mj_field(self, name: str) -> torch.Tensor:
+        if name not in self._mj_bound:
+            self._mj_bound[name] = self._batch.bind(name)
+            self._mj_values = None
+        if self._mj_values is None:
+            kept = {k: self._out[k].clone() for k in ("cfrc_ext", "sensordata")}
+            self._batch.forward(stage=_ACC)  # at the current state; writes no state
+            self._mj_values = {k: torch.from_numpy(v.copy()) for k, v in self._mj_bound.items()}
+            for k, v in kept.items():  # contact forces and sensors stay the last substep's
+                self._out[k].copy_(v)
+        return self._mj_values[name].clone()
+
     # ---- snapshots ----------------------------------------------------------
 
     _SOLVER_STATE = ("act", "history", "qacc_warmstart")
@@ -230,6 +264,7 @@ class MujocoBackend(SimBackend):
             field.reshape(self.num_envs, -1)[rows] = part
             start += width
         b.forward(rows, stage=_ACC)
+        self._mj_values = None
 
     # ---- domain randomization ----------------------------------------------
 
@@ -237,7 +272,7 @@ class MujocoBackend(SimBackend):
         m = self.model
         return {
             "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
-            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame"),
+            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame", declare=True),
             "geom_friction": DRTerm(
                 "geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0
             ),
@@ -293,3 +328,4 @@ class MujocoBackend(SimBackend):
         if setconst:
             b.set_const(rows)
         b.forward(rows, stage=_ACC)  # derived quantities follow the new model at once
+        self._mj_values = None

@@ -1,0 +1,545 @@
+"""Conformance suite of the SimBackend contract (shared/DESIGN.md), for every backend.
+
+Each test checks one promised behaviour with an assertion that fails if the
+behaviour breaks. The scene (scene.xml) holds a free box above the floor and a
+cart-pole with a position servo (cart_servo) and a motor (pole_motor).
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from unienv.backends import DR_TERMS, create
+from unienv.errors import ArgumentError, BackendClosedError, CapabilityError, UnknownNameError
+
+from .conftest import SCENE, SIM_DT
+
+
+def zeros_ctrl(b, value=0.0):
+    return torch.full((b.num_envs, b.nu), value, dtype=b.get_capabilities().dtype, device=b.device)
+
+
+def snapshot(b):
+    return b.get_physics_state().clone()
+
+
+def initial_state(b, n=None):
+    """qpos/qvel rows for n envs: the box 1 m up, the pole tilted a little."""
+    n = b.num_envs if n is None else n
+    dtype = b.get_capabilities().dtype
+    qpos = torch.as_tensor(b.info.qpos0, dtype=dtype, device=b.device).repeat(n, 1)
+    qpos[:, 2] = 1.0
+    qpos[:, b.joint_qpos_slice("hinge")] = 0.3
+    qvel = torch.zeros(n, b.nv, dtype=dtype, device=b.device)
+    return qpos, qvel
+
+
+def run(b, steps, ctrl=None):
+    """Trajectory of (qpos, qvel) rows over `steps` single physics steps."""
+    ctrl = zeros_ctrl(b) if ctrl is None else ctrl
+    out = []
+    for _ in range(steps):
+        b.step_tensor(ctrl)
+        s = b.get_state_views()
+        out.append(torch.cat([s["qpos"], s["qvel"]], 1).clone())
+    return torch.stack(out, 1)
+
+
+# ---- construction and lifecycle -------------------------------------------------
+
+
+def test_construction_refuses_bad_arguments(backend_name):
+    with pytest.raises(ArgumentError, match="num_envs"):
+        create(backend_name, SCENE, 0, SIM_DT)
+    with pytest.raises(ArgumentError, match="sim_dt"):
+        create(backend_name, SCENE, 2, -0.01)
+    with pytest.raises(ArgumentError, match="scene"):
+        create(backend_name, "no/such/scene.xml", 2, SIM_DT)
+    with pytest.raises(TypeError, match="not_an_option"):
+        create(backend_name, SCENE, 2, SIM_DT, not_an_option=1)
+    with pytest.raises(UnknownNameError, match="body_mass"):
+        create(backend_name, SCENE, 2, SIM_DT, randomize=["body_mas"])
+
+
+def test_unknown_backend_names_close_matches():
+    with pytest.raises(UnknownNameError, match="'mujoco'"):
+        create("mujocoo", SCENE, 2, SIM_DT)
+
+
+def test_lifecycle(make_backend):
+    b = make_backend()
+    b.materialize()
+    views = b.get_state_views()
+    b.materialize()  # idempotent: the same live state
+    assert b.get_state_views()["qpos"].data_ptr() == views["qpos"].data_ptr()
+    b.close()
+    b.close()  # idempotent
+    assert b.closed
+    for call in (
+        lambda: b.step_tensor(torch.zeros(4, 2)),
+        b.get_state_views,
+        b.get_physics_state,
+        b.materialize,
+        lambda: b.get_dr_param("body_mass"),
+    ):
+        with pytest.raises(BackendClosedError):
+            call()
+
+
+def test_context_manager_closes(backend_name):
+    with create(backend_name, SCENE, 2, SIM_DT) as b:
+        b.step_tensor(zeros_ctrl(b))
+    assert b.closed
+    with pytest.raises(BackendClosedError):
+        b.step_tensor(zeros_ctrl(b))
+
+
+def test_first_state_access_materializes(make_backend):
+    b = make_backend()
+    assert b.get_state_views()["qpos"].shape == (4, b.nq)
+
+
+# ---- shapes and dtypes ------------------------------------------------------------
+
+
+def test_hot_path_shapes_and_dtypes(make_backend):
+    b = make_backend(num_envs=3)
+    caps = b.get_capabilities()
+    n, dtype = 3, caps.dtype
+    b.step_tensor(zeros_ctrl(b), nsteps=2)
+    s = b.get_state_views()
+    expected = {"time": (n,), "qpos": (n, b.nq), "qvel": (n, b.nv), "ctrl": (n, b.nu)}
+    assert {k: tuple(v.shape) for k, v in s.items()} == expected
+    assert all(v.dtype == dtype and v.device == b.device for v in s.values())
+    assert torch.allclose(s["time"], torch.full((n,), 2 * SIM_DT, dtype=dtype, device=b.device))
+    bodies = b.find("body", ["box", "pole"])
+    views = b.get_body_views(bodies)
+    assert [tuple(v.shape) for v in views] == [(n, 2, 3), (n, 2, 4), (n, 2, 3), (n, 2, 3)]
+    assert torch.allclose(views.quat.norm(dim=-1), torch.ones(n, 2, dtype=views.quat.dtype, device=b.device))
+    if caps.contact_forces:
+        assert tuple(b.get_contact_forces(bodies).shape) == (n, 2, 3)
+    if caps.sensors:
+        assert tuple(b.get_sensor_view("tip_pos").shape) == (n, 3)
+        assert tuple(b.get_sensor_view("hinge_angle").shape) == (n, 1)
+    if caps.site_jacobian:
+        jacp, jacr = b.get_site_jacobian(int(b.find("site", "tip")[0]))
+        assert tuple(jacp.shape) == tuple(jacr.shape) == (n, 3, b.nv)
+    state = b.get_physics_state()
+    assert tuple(state.shape) == (n, b.physics_state_size)
+    assert torch.equal(state[:, 1 : 1 + b.nq], s["qpos"])
+
+
+def test_metadata(make_backend):
+    b = make_backend()
+    assert (b.nq, b.nv, b.nu) == (9, 8, 2)
+    assert b.names("body") == ("world", "box", "cart", "pole")
+    assert b.names("actuator") == ("cart_servo", "pole_motor")
+    assert b.joint_qpos_slice("box_free") == slice(0, 7)
+    assert b.joint_qvel_slice("hinge") == slice(7, 8)
+    assert b.info.actuator_joint.tolist() == [b.find("joint", "slider")[0], b.find("joint", "hinge")[0]]
+    np.testing.assert_allclose(b.info.ctrl_range, [[-2, 2], [-5, 5]])
+    np.testing.assert_allclose(b.info.gravity, [0, 0, -9.81])
+
+
+def test_misspelled_names_list_close_matches(make_backend):
+    b = make_backend()
+    with pytest.raises(UnknownNameError, match="'box'"):
+        b.find("body", "bxo")
+    with pytest.raises(UnknownNameError, match="'tip_pos'"):
+        b.get_sensor_view("tip_pso")
+    with pytest.raises(UnknownNameError, match="'body_mass'"):
+        b.get_dr_param("body_mas")
+    with pytest.raises(UnknownNameError, match="'joint'"):
+        b.names("joints")
+
+
+# ---- step_tensor ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda b: torch.zeros(b.num_envs, b.nu + 1), "shape"),
+        (lambda b: torch.zeros(b.num_envs + 1, b.nu), "shape"),
+        (lambda b: torch.zeros(b.num_envs, b.nu, dtype=torch.int64), "float"),
+        (lambda b: np.zeros((b.num_envs, b.nu)), "torch.Tensor"),
+        (lambda b: zeros_ctrl(b).index_fill(1, torch.tensor([0]), float("nan")), "NaN"),
+        (lambda b: zeros_ctrl(b).index_fill(1, torch.tensor([1]), float("inf")), "NaN or inf"),
+    ],
+)
+def test_step_refuses_bad_ctrl_and_changes_nothing(make_backend, bad, match):
+    b = make_backend()
+    b.step_tensor(zeros_ctrl(b, 0.5), 3)
+    before = snapshot(b)
+    ctrl_before = b.get_state_views()["ctrl"].clone()
+    with pytest.raises(ArgumentError, match=match):
+        b.step_tensor(bad(b))
+    assert torch.equal(snapshot(b), before)
+    assert torch.equal(b.get_state_views()["ctrl"], ctrl_before)
+
+
+def test_step_refuses_bad_nsteps(make_backend):
+    b = make_backend()
+    before = snapshot(b)
+    for nsteps in (0, -1, 1.5):
+        with pytest.raises(ArgumentError, match="nsteps"):
+            b.step_tensor(zeros_ctrl(b), nsteps)
+    assert torch.equal(snapshot(b), before)
+
+
+def test_step_holds_ctrl_for_nsteps(make_backend):
+    b = make_backend()
+    ctrl = zeros_ctrl(b)
+    ctrl[:, 0] = torch.tensor([0.0, 0.5, 1.0, -1.0], dtype=ctrl.dtype)
+    b.step_tensor(ctrl, nsteps=20)
+    s = b.get_state_views()
+    assert torch.equal(s["ctrl"], ctrl)
+    assert torch.allclose(s["time"], torch.full_like(s["time"], 20 * SIM_DT))
+    cart = s["qpos"][:, b.joint_qpos_slice("slider")].flatten()
+    assert cart[1] > 0 and cart[2] > cart[1] and cart[3] < 0  # the servo pulls toward its target
+
+
+# ---- set_state_tensor ----------------------------------------------------------------
+
+
+def test_set_state_touches_only_selected_rows_and_refreshes_derived(make_backend):
+    b = make_backend()
+    b.step_tensor(zeros_ctrl(b, 0.3), 5)
+    before = snapshot(b)
+    qpos, qvel = initial_state(b, 2)
+    qpos[:, 0] = torch.tensor([0.25, -0.5], dtype=qpos.dtype)
+    b.set_state_tensor(torch.tensor([3, 1]), qpos, qvel)  # any order: rows follow ids
+    after = snapshot(b)
+    assert torch.equal(after[[0, 2]], before[[0, 2]])
+    s = b.get_state_views()
+    assert torch.equal(s["qpos"][[3, 1]], qpos)
+    assert float(s["time"][1]) == 0.0
+    box = b.get_body_views(b.find("body", "box"))
+    assert torch.allclose(box.pos[[3, 1], 0], qpos[:, :3])  # derived, without a step
+    if b.get_capabilities().sensors:
+        tip = b.get_sensor_view("tip_pos")[[3, 1]]
+        expected_x = 0.6 * math.sin(0.3)  # cart at 0, pole tilted 0.3 rad about +y
+        assert torch.allclose(tip[:, 0], torch.full((2,), expected_x, dtype=tip.dtype), atol=1e-5)
+
+
+def test_set_state_mask(make_backend):
+    b = make_backend()
+    b.step_tensor(zeros_ctrl(b, 0.3), 5)
+    before = snapshot(b)
+    mask = torch.tensor([False, True, False, True])
+    qpos, qvel = initial_state(b, 2)
+    b.set_state_tensor_mask(mask, qpos, qvel)
+    after = snapshot(b)
+    assert torch.equal(after[~mask], before[~mask])
+    assert torch.equal(b.get_state_views()["qpos"][mask], qpos)
+    with pytest.raises(ArgumentError, match="mask"):
+        b.set_state_tensor_mask(torch.tensor([1, 0, 1, 0]), qpos, qvel)
+    assert torch.equal(snapshot(b), after)
+
+
+@pytest.mark.parametrize(
+    "ids, match",
+    [
+        ([1, 1], "unique"),
+        ([0, 4], r"\[0, 4\)"),
+        ([-1, 0], r"\[0, 4\)"),
+        ([[0, 1]], "1-D"),
+        ([0.0, 1.0], "integer"),
+    ],
+)
+def test_set_state_refuses_bad_ids(make_backend, ids, match):
+    b = make_backend()
+    before = snapshot(b)
+    qpos, qvel = initial_state(b, 2)
+    with pytest.raises(ArgumentError, match=match):
+        b.set_state_tensor(torch.tensor(ids), qpos, qvel)
+    assert torch.equal(snapshot(b), before)
+
+
+def test_set_state_refuses_bad_rows(make_backend):
+    b = make_backend()
+    before = snapshot(b)
+    qpos, qvel = initial_state(b, 2)
+    ids = torch.tensor([0, 1])
+    with pytest.raises(ArgumentError, match="qpos"):
+        b.set_state_tensor(ids, qpos[:, :-1], qvel)
+    with pytest.raises(ArgumentError, match="qvel"):
+        b.set_state_tensor(ids, qpos, qvel[:1])
+    qpos[1, 0] = float("nan")
+    with pytest.raises(ArgumentError, match="NaN"):
+        b.set_state_tensor(ids, qpos, qvel)
+    assert torch.equal(snapshot(b), before)
+
+
+# ---- conventions ---------------------------------------------------------------------
+
+
+def test_free_joint_convention(make_backend):
+    """qpos [p, wxyz body->world]; qvel [v world, w body]; body views in the world frame."""
+    b = make_backend(num_envs=1)
+    qpos, qvel = initial_state(b, 1)
+    c, s = math.cos(math.pi / 4), math.sin(math.pi / 4)
+    qpos[0, 3:7] = torch.tensor([c, 0.0, 0.0, s])  # 90 degrees about world z
+    qvel[0, 0:3] = torch.tensor([0.3, 0.0, 0.0])  # world-frame linear velocity
+    qvel[0, 3:6] = torch.tensor([1.0, 0.0, 0.0])  # spin about the box's own x axis
+    b.set_state_tensor(torch.tensor([0]), qpos, qvel)
+    box = b.get_body_views(b.find("body", "box"))
+    dtype = box.quat.dtype
+    assert torch.allclose(box.quat[0, 0], torch.tensor([c, 0.0, 0.0, s], dtype=dtype), atol=1e-6)
+    # the box's x axis points along world y after the rotation
+    assert torch.allclose(box.ang_vel[0, 0], torch.tensor([0.0, 1.0, 0.0], dtype=dtype), atol=1e-6)
+    assert torch.allclose(box.lin_vel[0, 0], torch.tensor([0.3, 0.0, 0.0], dtype=dtype), atol=1e-6)
+    b.step_tensor(zeros_ctrl(b))  # free flight: the quaternion turns about world y
+    q = b.get_state_views()["qpos"][0, 3:7]
+    angle = SIM_DT * 1.0
+    # q = [cos(a/2), 0, sin(a/2), 0] (x) q0, a turn by `angle` about world y
+    h = angle / 2
+    expected = torch.tensor([c * math.cos(h), s * math.sin(h), c * math.sin(h), s * math.cos(h)])
+    assert torch.allclose(q, expected.to(q.dtype), atol=1e-4)
+
+
+# ---- snapshots and determinism ------------------------------------------------------------
+
+
+def test_snapshot_round_trip_reproduces_trajectory(make_backend):
+    b = make_backend()
+    qpos, qvel = initial_state(b)
+    b.set_state_tensor(torch.arange(4), qpos, qvel)
+    ctrl = zeros_ctrl(b, 0.7)
+    run(b, 150, ctrl)  # the box lands: contacts and warm starts in play
+    saved = snapshot(b)
+    first = run(b, 50, ctrl)
+    b.set_physics_state(saved)
+    assert torch.equal(snapshot(b), saved)
+    second = run(b, 50, ctrl)
+    if b.get_capabilities().deterministic:
+        assert torch.equal(first, second)
+    else:
+        assert torch.allclose(first, second, atol=1e-5)
+
+
+def test_set_physics_state_rows_and_portable_width(make_backend):
+    b = make_backend()
+    run(b, 10, zeros_ctrl(b, 0.2))
+    saved = snapshot(b)
+    run(b, 10)
+    before = snapshot(b)
+    b.set_physics_state(saved[[2], : 1 + b.nq + b.nv], env_ids=torch.tensor([2]))
+    after = snapshot(b)
+    assert torch.equal(after[[0, 1, 3]], before[[0, 1, 3]])
+    assert torch.equal(after[2, : 1 + b.nq + b.nv], saved[2, : 1 + b.nq + b.nv])
+    with pytest.raises(ArgumentError, match="state"):
+        b.set_physics_state(saved[:, :5])
+    assert torch.equal(snapshot(b), after)
+
+
+def test_two_backends_with_same_inputs_step_identically(make_backend):
+    a, b = make_backend(), make_backend()
+    for x in (a, b):
+        qpos, qvel = initial_state(x)
+        x.set_state_tensor(torch.arange(4), qpos, qvel)
+    ta, tb = run(a, 100, zeros_ctrl(a, -0.4)), run(b, 100, zeros_ctrl(b, -0.4))
+    if a.get_capabilities().deterministic:
+        assert torch.equal(ta, tb)
+    else:
+        assert torch.allclose(ta, tb, atol=1e-6)
+
+
+# ---- forces, wrenches, Jacobians ------------------------------------------------------------
+
+
+def test_contact_force_supports_resting_box(make_backend):
+    b = make_backend()
+    if not b.get_capabilities().contact_forces:
+        pytest.skip(f"{b.name} declares contact_forces=False")
+    run(b, 300)  # the box falls 0.2 m and settles
+    box = b.find("body", "box")
+    force = b.get_contact_forces(box)[:, 0]
+    weight = 1.0 * 9.81
+    assert torch.allclose(force[:, 2], torch.full((4,), weight, dtype=force.dtype), rtol=0.02)
+    assert force[:, :2].abs().max() < 0.05 * weight
+    pole = b.get_contact_forces(b.find("body", "pole"))  # collisions disabled: no contact
+    assert pole.abs().max() < 1e-9
+
+
+def test_body_wrench_acts_for_one_step(make_backend):
+    b = make_backend()
+    qpos, qvel = initial_state(b)
+    b.set_state_tensor(torch.arange(4), qpos, qvel)
+    box = b.find("body", "box")
+    dtype = b.get_capabilities().dtype
+    force = torch.zeros(4, 1, 3, dtype=dtype, device=b.device)
+    force[:2, 0, 2] = 9.81  # envs 0, 1: hold the 1 kg box against gravity
+    b.apply_body_wrench(box, force, torch.zeros_like(force))
+    b.step_tensor(zeros_ctrl(b), nsteps=4)
+    vz = b.get_state_views()["qvel"][:, 2].clone()
+    assert torch.allclose(vz[:2], torch.zeros(2, dtype=dtype), atol=1e-9)
+    assert torch.allclose(vz[2:], torch.full((2,), -9.81 * 4 * SIM_DT, dtype=dtype), rtol=1e-6)
+    b.step_tensor(zeros_ctrl(b), nsteps=4)  # gone after that call
+    dv = b.get_state_views()["qvel"][:, 2] - vz
+    assert torch.allclose(dv, torch.full((4,), -9.81 * 4 * SIM_DT, dtype=dtype), rtol=1e-6)
+    with pytest.raises(ArgumentError, match="force"):
+        b.apply_body_wrench(box, force[:, :, :2], torch.zeros_like(force))
+
+
+def test_site_jacobian_maps_qvel_to_site_velocity(make_backend):
+    b = make_backend(num_envs=2)
+    if not b.get_capabilities().site_jacobian:
+        pytest.skip(f"{b.name} declares site_jacobian=False")
+    qpos, qvel = initial_state(b, 2)
+    qvel[:, b.joint_qvel_slice("slider")] = 0.4
+    qvel[:, b.joint_qvel_slice("hinge")] = torch.tensor([[1.0], [-2.0]], dtype=qvel.dtype)
+    b.set_state_tensor(torch.arange(2), qpos, qvel)
+    jacp, _ = b.get_site_jacobian(int(b.find("site", "tip")[0]))
+    tip = b.get_sensor_view("tip_pos").clone()
+    eps = 1e-6  # the cart-pole's qpos and qvel line up: q + eps*v moves along v
+    b.set_state_tensor(
+        torch.arange(2), qpos + eps * torch.cat([torch.zeros(2, 7, dtype=qvel.dtype), qvel[:, 6:]], 1), qvel
+    )
+    fd = (b.get_sensor_view("tip_pos") - tip) / eps
+    predicted = torch.einsum(
+        "nij,nj->ni", jacp, torch.cat([torch.zeros(2, 6, dtype=qvel.dtype), qvel[:, 6:]], 1)
+    )
+    assert torch.allclose(predicted, fd, atol=1e-4)
+
+
+# ---- domain randomization ----------------------------------------------------------------------
+
+
+def test_dr_terms_round_trip_and_defaults_stay_compiled(make_backend, backend_name):
+    terms = create(backend_name, SCENE, 2, SIM_DT).get_dr_capabilities()
+    b = make_backend(randomize=list(terms))
+    for term, spec in terms.items():
+        default = b.get_dr_default(term)
+        assert tuple(default.shape) == spec.shape
+        assert torch.equal(b.get_dr_param(term)[0], default)
+        values = modified(default, term).expand(2, *spec.shape).clone()
+        b.set_dr_param(term, torch.tensor([2, 1]), values)
+        assert torch.allclose(b.get_dr_param(term, torch.tensor([1, 2])), values)
+        assert torch.equal(b.get_dr_param(term, torch.tensor([0, 3])), default.expand(2, *spec.shape))
+        assert torch.equal(b.get_dr_default(term), default)
+
+
+def test_dr_refuses_unphysical_values_and_changes_nothing(make_backend):
+    b = make_backend()
+    mass = b.get_dr_param("body_mass", torch.tensor([0]))
+    bad = mass.clone()
+    bad[0, 1] = -1.0
+    with pytest.raises(ArgumentError, match="body_mass"):
+        b.set_dr_param("body_mass", torch.tensor([0]), bad)
+    zero = mass.clone()
+    zero[0, 1] = 0.0
+    with pytest.raises(ArgumentError, match="body_mass"):
+        b.set_dr_param("body_mass", torch.tensor([0]), zero)
+    with pytest.raises(ArgumentError, match="values"):
+        b.set_dr_param("body_mass", torch.tensor([0]), mass[:, :-1])
+    assert torch.equal(b.get_dr_param("body_mass", torch.tensor([0])), mass)
+
+
+def test_dr_undeclared_or_unsupported_terms_raise_capability_error(make_backend, backend_name):
+    b = make_backend()
+    terms = b.get_dr_capabilities()
+    for term in DR_TERMS:
+        if term not in terms:
+            with pytest.raises(CapabilityError, match=term):
+                b.get_dr_param(term)
+            with pytest.raises(CapabilityError, match=term):
+                create(backend_name, SCENE, 2, SIM_DT, randomize=[term])
+        elif terms[term].declare:  # must be named at construction
+            with pytest.raises(CapabilityError, match=term):
+                b.set_dr_param(term, torch.tensor([0]), b.get_dr_default(term)[None])
+
+
+# How each term shows in the physics. Measures take a trajectory (N, T, nq + nv).
+def _hinge_speed(b, traj):  # mean |pole angular velocity|
+    return traj[:, :, b.nq + b.joint_qvel_slice("hinge").start].abs().mean(1)
+
+
+def _cart_progress(b, traj):  # mean cart position on its way to the servo target (1 m)
+    return traj[:, :, b.joint_qpos_slice("slider").start].mean(1)
+
+
+def _pole_angle(b, traj):
+    return traj[:, -1, b.joint_qpos_slice("hinge").start]
+
+
+def _box_slide(b, traj):  # x reached by the box pushed along the floor
+    return traj[:, -1, 0]
+
+
+def _box_height(b, traj):
+    return traj[:, -1, 2]
+
+
+# term -> (object changed, measure, expected sign of (modified - reference), 0: any change)
+EFFECTS = {
+    "body_mass": ("cart", _cart_progress, -1),  # a heavier cart lags its servo target
+    "body_com": ("pole", _pole_angle, 0),
+    "geom_friction": (
+        ["box", "floor"],
+        _box_slide,
+        1,
+    ),  # less friction (MuJoCo takes the max of the two): the box slides farther
+    "dof_damping": ("hinge", _hinge_speed, -1),
+    "dof_armature": ("slider", _cart_progress, -1),
+    "dof_frictionloss": ("hinge", _hinge_speed, -1),
+    "actuator_kp": ("cart_servo", _cart_progress, 1),
+    "actuator_kd": ("cart_servo", _cart_progress, -1),
+    "gravity": ("", _box_height, 1),  # zero gravity: the box stays up
+}
+
+
+def modified(default: torch.Tensor, term: str) -> torch.Tensor:
+    """A physically valid, clearly different value of a term's entries."""
+    if term == "gravity":
+        return torch.zeros_like(default)
+    if term == "body_com":
+        return default - torch.tensor([0.0, 0.0, 0.2], dtype=default.dtype)
+    if term == "geom_friction":
+        return default * 0.2
+    return default * 3.0 + (1.0 if term.startswith("dof_") or term == "actuator_kd" else 0.0)
+
+
+@pytest.mark.parametrize("term", DR_TERMS)
+def test_dr_term_changes_the_physics(make_backend, backend_name, term):
+    terms = create(backend_name, SCENE, 2, SIM_DT).get_dr_capabilities()
+    if term not in terms:
+        pytest.skip(f"{backend_name} declares no {term} (CapabilityError is tested above)")
+    b = make_backend(num_envs=2, randomize=[term])
+    target, measure, sign = EFFECTS[term]
+    qpos, qvel = initial_state(b, 2)
+    if term == "geom_friction":  # the box on the floor, pushed along x
+        qpos[:, 2], qvel[:, 0] = 0.1, 1.0
+    b.set_state_tensor(torch.arange(2), qpos, qvel)
+    default = b.get_dr_default(term)
+    values = default.clone()
+    kind = {"body": "body", "geom": "geom", "actuator": "actuator", "dof": "joint"}.get(terms[term].index)
+    if kind is None:
+        values = modified(default, term)
+    else:
+        ids = [b.joint_qvel_slice(target).start] if kind == "joint" else b.find(kind, target)
+        values[ids] = modified(default[ids], term)
+    b.set_dr_param(term, torch.tensor([1]), values[None])
+    ctrl = zeros_ctrl(b)
+    ctrl[:, 0] = 1.0  # servo target 1 m
+    reference, changed = measure(b, run(b, 100, ctrl)).tolist()
+    assert reference != changed, f"{term} changed the stored value but not the physics"
+    if sign:
+        assert (changed - reference) * sign > 0, f"{term}: {reference} -> {changed}, expected sign {sign}"
+
+
+def test_dr_mass_changes_holding_force(make_backend):
+    """A heavier box falls the same but pushes harder on the floor."""
+    b = make_backend(num_envs=2)
+    if not b.get_capabilities().contact_forces:
+        pytest.skip(f"{b.name} declares contact_forces=False")
+    mass = b.get_dr_default("body_mass").clone()
+    mass[b.find("body", "box")] *= 2.5
+    b.set_dr_param("body_mass", torch.tensor([1]), mass[None])
+    fall = run(b, 20)[:, -1, 2]
+    assert torch.allclose(fall[0], fall[1], atol=1e-9)  # before landing
+    run(b, 300)
+    force = b.get_contact_forces(b.find("body", "box"))[:, 0, 2]
+    assert torch.allclose(force[1] / force[0], torch.tensor(2.5, dtype=force.dtype), rtol=0.02)
