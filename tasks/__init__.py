@@ -5,12 +5,27 @@ imported only when the task is made.
 """
 
 import importlib
+import os
 
-from unienv.errors import unknown_name
+import gymnasium
+
+from unienv.errors import CapabilityError, unknown_name
+
+GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+"""Where Gymnasium keeps the MJCF models of its MuJoCo environments."""
 
 TASKS = {
     "cartpole": "unienv.tasks.cartpole:Cartpole",
     "ant": "unienv.tasks.ant:Ant",
+    "inverted_pendulum": "unienv.tasks.inverted_pendulum:InvertedPendulum",
+    "inverted_double_pendulum": "unienv.tasks.inverted_double_pendulum:InvertedDoublePendulum",
+    "reacher": "unienv.tasks.reacher:Reacher",
+    "half_cheetah": "unienv.tasks.half_cheetah:HalfCheetah",
+    "hopper": "unienv.tasks.hopper:Hopper",
+    "walker2d": "unienv.tasks.walker2d:Walker2d",
+    "humanoid": "unienv.tasks.humanoid:Humanoid",
+    "quadruped": "unienv.tasks.quadruped:Quadruped",
+    "reach": "unienv.tasks.reach:Reach",
 }
 
 
@@ -20,6 +35,20 @@ def task_class(name: str):
         raise unknown_name("task", name, TASKS)
     module, cls = TASKS[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def require(task, backend) -> None:
+    """Raise CapabilityError unless `backend` declares every feature in `task.requires`.
+
+    Tasks call this first in setup(), so a task fails at construction on a
+    backend that lacks what it needs, never later in a step.
+    """
+    caps = backend.get_capabilities()
+    missing = [f for f in getattr(task, "requires", ()) if not getattr(caps, f)]
+    if missing:
+        raise CapabilityError(
+            f"task {task.name!r} needs {', '.join(missing)}, which the {caps.backend} backend does not support"
+        )
 
 
 def gym_id(name: str) -> str:

@@ -1,13 +1,24 @@
-"""Ant: make Gymnasium's quadruped ant (its own ant.xml) run forward along +x.
+"""Ant: Gymnasium's Ant-v5 on its own ant.xml; make the quadruped ant run forward along +x.
 
-Gymnasium's Ant-v5 with include_cfrc_ext_in_observation=False, on every
-backend. Observation (27): qpos without the torso's x, y (13), then qvel (14).
-Action (8): hip and ankle torques in [-1, 1]. Reward terms, as in v5:
-forward (torso x velocity), healthy (1 while 0.2 <= torso z <= 1), ctrl
-(-0.5 |a|^2) and contact (-5e-4 |clip(F, -1, 1)|^2 over the net contact force
-F on each body). Deliberate difference: v5's contact term also squares the
-contact torques of MuJoCo's cfrc_ext; here it uses forces only, which every
-backend reports in the same frame. Terminates when unhealthy.
+Observation (105): qpos without the torso's x, y (13), qvel (14), then MuJoCo's
+external wrenches cfrc_ext of the 13 bodies but the world (13 x 6), clipped to
+[-1, 1]. Action (8): hip and ankle torques in [-1, 1]. Reward terms, as in v5:
+forward (torso x velocity over the env step), healthy (1 while 0.2 <= torso z
+<= 1 and the state is finite), ctrl (-0.5 |a|^2) and contact (-5e-4
+|clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
+steps. Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2).
+
+The default needs the backend's `mj_fields` (cfrc_ext). Deliberate
+differences: v5 reads cfrc_ext and the torso position where mj_step leaves
+them (its last RK4 stage); here they are at the state the env returns, as
+after mj_forward (the parity test compares with v5 refreshed by mj_forward),
+and the torso x is the free joint's qpos[0], which is its xpos there.
+With include_cfrc_ext_in_observation=False (v5's option of that name) the
+observation is the first 27 entries and the contact term uses the net contact
+force on each body (get_contact_forces, of the last physics substep) instead of
+cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces.
+observe() records the x that the next reward() differences against (the env
+observes after every step and every reset).
 """
 
 import os
@@ -15,19 +26,17 @@ import os
 import gymnasium as gym
 import numpy as np
 import torch
+from unienv.tasks import GYM_ASSETS, require
 
 from unienv.task import Task
-
-SCENE = os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", "ant.xml")
 
 
 class Ant(Task):
     name = "ant"
-    scene = SCENE
+    scene = os.path.join(GYM_ASSETS, "ant.xml")
     sim_dt = 0.01
     decimation = 5
     single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (27,), np.float64)
     camera = {"distance": 5.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
 
     def __init__(
@@ -37,30 +46,51 @@ class Ant(Task):
         ctrl_cost_weight: float = 0.5,
         contact_cost_weight: float = 5e-4,
         healthy_reward: float = 1.0,
+        terminate_when_unhealthy: bool = True,
         healthy_z_range: tuple[float, float] = (0.2, 1.0),
+        contact_force_range: tuple[float, float] = (-1.0, 1.0),
         reset_noise_scale: float = 0.1,
+        include_cfrc_ext_in_observation: bool = True,
     ):
         self.episode_length_s = episode_length_s
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.contact_cost_weight = contact_cost_weight
         self.healthy_reward = healthy_reward
+        self.terminate_when_unhealthy = terminate_when_unhealthy
         self.healthy_z_range = tuple(healthy_z_range)
+        self.contact_force_range = tuple(contact_force_range)
         self.reset_noise_scale = reset_noise_scale
+        self.cfrc_ext = include_cfrc_ext_in_observation
+        self.requires = ("mj_fields",) if self.cfrc_ext else ("contact_forces",)
+        dim = 27 + 78 * self.cfrc_ext
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
 
     def setup(self, backend):
-        self.torso = backend.find("body", "torso")
+        require(self, backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv
-        self.x_before = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
+        self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
 
     def action_to_ctrl(self, action):
         return action.to(torch.float64)
 
+    def contact(self, backend):
+        """Clipped contact wrenches (N, 13, 6), or net contact forces (N, 13, 3)."""
+        if self.cfrc_ext:
+            wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
+        else:
+            wrench = backend.get_contact_forces(self.bodies)
+        return wrench.to(self.qpos0.device, torch.float64).clamp(*self.contact_force_range)
+
     def observe(self, backend):
         s = backend.get_state_views()
-        return torch.cat((s["qpos"][:, 2:], s["qvel"]), dim=1)
+        self.x = s["qpos"][:, 0].clone()
+        obs = [s["qpos"][:, 2:], s["qvel"]]
+        if self.cfrc_ext:
+            obs.append(self.contact(backend).flatten(1))
+        return torch.cat(obs, dim=1)
 
     def healthy(self, backend):
         s = backend.get_state_views()
@@ -69,24 +99,21 @@ class Ant(Task):
         return finite & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
 
     def reward(self, backend, action):
-        x = backend.get_body_views(self.torso).pos[:, 0, 0]
-        x_velocity = (x - self.x_before) / self.dt
-        self.x_before = x.clone()
-        contact = backend.get_contact_forces(self.bodies).clamp(-1.0, 1.0)
+        x_velocity = (backend.get_state_views()["qpos"][:, 0] - self.x) / self.dt
         terms = {
             "forward": self.forward_reward_weight * x_velocity,
             "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
             "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
-            "contact": -self.contact_cost_weight * (contact**2).sum((1, 2)),
+            "contact": -self.contact_cost_weight * (self.contact(backend) ** 2).sum((1, 2)),
         }
         return sum(terms.values()), terms
 
     def terminated(self, backend):
-        return ~self.healthy(backend)
+        unhealthy = ~self.healthy(backend)
+        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
 
     def reset_state(self, env_ids, rng):
         s = self.reset_noise_scale
         qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s).to(self.qpos0.device)
         qvel = s * rng.normal((self.nv,)).to(self.qpos0.device)
-        self.x_before[env_ids] = qpos[:, 0]  # the torso sits at the free joint's origin
         return qpos, qvel

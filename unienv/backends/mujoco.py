@@ -231,6 +231,8 @@ class MujocoBackend(SimBackend):
             kept = {k: self._out[k].clone() for k in ("cfrc_ext", "sensordata")}
             self._batch.forward(stage=_ACC)  # at the current state; writes no state
             self._mj_values = {k: torch.from_numpy(v.copy()) for k, v in self._mj_bound.items()}
+            if "site_xpos" in self._mj_values:  # without the hidden sensor's site, which is last
+                self._mj_values["site_xpos"] = self._mj_values["site_xpos"][:, : len(self.info.names["site"])]
             for k, v in kept.items():  # contact forces and sensors stay the last substep's
                 self._out[k].copy_(v)
         return self._mj_values[name].clone()

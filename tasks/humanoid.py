@@ -1,0 +1,108 @@
+"""Humanoid: Gymnasium's Humanoid-v5 on its own humanoid.xml; run forward along +x.
+
+Observation (348): qpos without the root x, y (22), qvel (23), then MuJoCo's
+com-based body inertia cinert (13 x 10), velocity cvel (13 x 6), actuator
+forces qfrc_actuator without the root's (17) and external wrenches cfrc_ext
+(13 x 6), all bodies but the world. Action (17): motor inputs in [-0.4, 0.4].
+Reward terms, as in v5: forward (1.25 x the x velocity of the whole-body COM
+over the env step), healthy (5 while 1 < z < 2 for the torso), ctrl (-0.1
+|a|^2) and contact (-min(5e-7 |cfrc_ext|^2, 10)). Terminates when unhealthy;
+truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
+
+Needs the backend's `mj_fields`. Deliberate difference: v5 reads cinert, cvel,
+cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
+here they are at the state the env returns, as after mj_forward. The parity
+test compares with v5 refreshed by mj_forward. observe() records the COM that
+the next reward() differences against (the env observes after every step and
+every reset).
+"""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import torch
+from unienv.tasks import GYM_ASSETS, require
+
+from unienv.task import Task
+
+
+class Humanoid(Task):
+    name = "humanoid"
+    scene = os.path.join(GYM_ASSETS, "humanoid.xml")
+    sim_dt = 0.003
+    decimation = 5
+    single_action_space = gym.spaces.Box(-0.4, 0.4, (17,), np.float32)
+    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (348,), np.float64)
+    camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
+    requires = ("mj_fields",)
+
+    def __init__(
+        self,
+        episode_length_s: float = 15.0,
+        forward_reward_weight: float = 1.25,
+        ctrl_cost_weight: float = 0.1,
+        contact_cost_weight: float = 5e-7,
+        contact_cost_max: float = 10.0,
+        healthy_reward: float = 5.0,
+        terminate_when_unhealthy: bool = True,
+        healthy_z_range: tuple[float, float] = (1.0, 2.0),
+        reset_noise_scale: float = 1e-2,
+    ):
+        self.episode_length_s = episode_length_s
+        self.forward_reward_weight = forward_reward_weight
+        self.ctrl_cost_weight = ctrl_cost_weight
+        self.contact_cost_weight = contact_cost_weight
+        self.contact_cost_max = contact_cost_max
+        self.healthy_reward = healthy_reward
+        self.terminate_when_unhealthy = terminate_when_unhealthy
+        self.healthy_z_range = tuple(healthy_z_range)
+        self.reset_noise_scale = reset_noise_scale
+
+    def setup(self, backend):
+        require(self, backend)
+        self.mass = torch.as_tensor(backend.info.body_mass, device=backend.device)
+        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.nv = backend.nv
+        self.com = torch.zeros(backend.num_envs, 2, dtype=torch.float64, device=backend.device)
+
+    def action_to_ctrl(self, action):
+        return action.to(torch.float64)
+
+    def mass_center(self, backend):
+        xipos = backend.get_mj_field("xipos").to(self.mass.device)
+        return (self.mass[:, None] * xipos).sum(1)[:, :2] / self.mass.sum()
+
+    def observe(self, backend):
+        s = backend.get_state_views()
+        n, f = backend.num_envs, backend.get_mj_field
+        self.com = self.mass_center(backend)
+        fields = [f(k)[:, 1:].reshape(n, -1) for k in ("cinert", "cvel")]
+        fields += [f("qfrc_actuator")[:, 6:], f("cfrc_ext")[:, 1:].reshape(n, -1)]
+        return torch.cat([s["qpos"][:, 2:], s["qvel"]] + [x.to(s["qpos"].device) for x in fields], dim=1)
+
+    def healthy(self, backend):
+        z = backend.get_state_views()["qpos"][:, 2]
+        return (z > self.healthy_z_range[0]) & (z < self.healthy_z_range[1])
+
+    def reward(self, backend, action):
+        x_velocity = (self.mass_center(backend)[:, 0] - self.com[:, 0]) / self.dt
+        cfrc_ext = backend.get_mj_field("cfrc_ext").to(self.com.device)
+        terms = {
+            "forward": self.forward_reward_weight * x_velocity,
+            "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
+            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
+            "contact": -(self.contact_cost_weight * (cfrc_ext**2).sum((1, 2))).clamp(
+                max=self.contact_cost_max
+            ),
+        }
+        return sum(terms.values()), terms
+
+    def terminated(self, backend):
+        unhealthy = ~self.healthy(backend)
+        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
+
+    def reset_state(self, env_ids, rng):
+        s = self.reset_noise_scale
+        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
+        return qpos, rng.uniform((self.nv,), -s, s)

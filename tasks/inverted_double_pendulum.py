@@ -1,0 +1,82 @@
+"""InvertedDoublePendulum: Gymnasium's InvertedDoublePendulum-v5 on its own model.
+
+Balance two stacked poles on a cart. Observation (9): cart x, sin and cos of
+the two hinge angles, qvel clipped to [-10, 10], and MuJoCo's constraint force
+on the cart (qfrc_constraint[0]) clipped to [-10, 10]. Action (1): cart force
+in [-1, 1]. Reward terms, as in v5, from the tip site (x, y=height): alive (10
+while not terminated), distance (-(0.01 x^2 + (y - 2)^2)) and velocity
+(-(1e-3 w1^2 + 5e-3 w2^2) over the hinge speeds). Terminates when the tip's
+height y <= 1; truncated after 1000 steps. Reset: qpos0 + U(-0.1, 0.1), qvel
+N(0, 0.1^2).
+
+Needs the backend's `mj_fields` (site position and qfrc_constraint, as MuJoCo
+computes them). Deliberate difference: v5 reads both where mj_step leaves them,
+from the last RK4 stage of the last substep; here they are at the state the
+env returns. The parity test compares with v5 refreshed by mj_forward.
+"""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import torch
+from unienv.tasks import GYM_ASSETS, require
+
+from unienv.task import Task
+
+
+class InvertedDoublePendulum(Task):
+    name = "inverted_double_pendulum"
+    scene = os.path.join(GYM_ASSETS, "inverted_double_pendulum.xml")
+    sim_dt = 0.01
+    decimation = 5
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (9,), np.float64)
+    camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.6)}
+    requires = ("mj_fields",)
+
+    def __init__(
+        self, episode_length_s: float = 50.0, healthy_reward: float = 10.0, reset_noise_scale: float = 0.1
+    ):
+        self.episode_length_s = episode_length_s
+        self.healthy_reward = healthy_reward
+        self.reset_noise_scale = reset_noise_scale
+
+    def setup(self, backend):
+        require(self, backend)
+        self.tip = int(backend.find("site", "tip")[0])
+        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.nv = backend.nv
+
+    def action_to_ctrl(self, action):
+        return action.to(torch.float64)
+
+    def observe(self, backend):
+        s = backend.get_state_views()
+        q = s["qpos"]
+        constraint = backend.get_mj_field("qfrc_constraint")[:, :1].to(q.device).clamp(-10.0, 10.0)
+        return torch.cat(
+            (q[:, :1], q[:, 1:].sin(), q[:, 1:].cos(), s["qvel"].clamp(-10.0, 10.0), constraint), 1
+        )
+
+    def tip_xy(self, backend):
+        tip = backend.get_mj_field("site_xpos")[:, self.tip]
+        return tip[:, 0], tip[:, 2]
+
+    def reward(self, backend, action):
+        x, y = self.tip_xy(backend)
+        w = backend.get_state_views()["qvel"]
+        terms = {
+            "alive": self.healthy_reward * (y > 1).to(torch.float64),
+            "distance": -(0.01 * x**2 + (y - 2) ** 2),
+            "velocity": -(1e-3 * w[:, 1] ** 2 + 5e-3 * w[:, 2] ** 2),
+        }
+        return sum(terms.values()), terms
+
+    def terminated(self, backend):
+        return self.tip_xy(backend)[1] <= 1
+
+    def reset_state(self, env_ids, rng):
+        s = self.reset_noise_scale
+        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
+        return qpos, s * rng.normal((self.nv,))

@@ -1,0 +1,80 @@
+"""Reacher: Gymnasium's Reacher-v5 on its own reacher.xml; touch the target with the fingertip.
+
+A two-link planar arm. Observation (10): cos and sin of the two arm angles,
+the target's (x, y) (qpos[2:4]), the arm's joint speeds, and the fingertip
+minus target position (x, y). Action (2): joint torques in [-1, 1]. Reward
+terms, as in v5, after the step: dist (-|fingertip - target|) and ctrl
+(-|a|^2). Never terminates; truncated after 50 steps. Reset: arm qpos0 +
+U(-0.1, 0.1), target uniform in the disk of radius 0.2 (v5 draws it by
+rejection from the square; same distribution), arm qvel U(-5e-3, 5e-3),
+target qvel 0. Needs body views only. Deliberate difference: v5 reads the
+body positions where mj_step leaves them (its last RK4 stage); here they are
+at the state the env returns.
+"""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import torch
+from unienv.tasks import GYM_ASSETS, require
+
+from unienv.task import Task
+
+
+class Reacher(Task):
+    name = "reacher"
+    scene = os.path.join(GYM_ASSETS, "reacher.xml")
+    sim_dt = 0.01
+    decimation = 2
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (10,), np.float64)
+    camera = {"distance": 0.9, "azimuth": 90.0, "elevation": -90.0, "lookat": (0.0, 0.0, 0.0)}
+    requires = ("body_views",)
+
+    def __init__(
+        self,
+        episode_length_s: float = 1.0,
+        reward_dist_weight: float = 1.0,
+        reward_control_weight: float = 1.0,
+    ):
+        self.episode_length_s = episode_length_s
+        self.reward_dist_weight = reward_dist_weight
+        self.reward_control_weight = reward_control_weight
+
+    def setup(self, backend):
+        require(self, backend)
+        self.bodies = backend.find("body", ["fingertip", "target"])
+        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.nv = backend.nv
+
+    def action_to_ctrl(self, action):
+        return action.to(torch.float64)
+
+    def fingertip_to_target(self, backend):
+        pos = backend.get_body_views(self.bodies).pos
+        return (pos[:, 0] - pos[:, 1]).to(torch.float64)
+
+    def observe(self, backend):
+        s = backend.get_state_views()
+        theta = s["qpos"][:, :2]
+        vec = self.fingertip_to_target(backend).to(theta.device)
+        return torch.cat((theta.cos(), theta.sin(), s["qpos"][:, 2:], s["qvel"][:, :2], vec[:, :2]), dim=1)
+
+    def reward(self, backend, action):
+        terms = {
+            "dist": -self.reward_dist_weight * self.fingertip_to_target(backend).norm(dim=1),
+            "ctrl": -self.reward_control_weight * (action.to(torch.float64) ** 2).sum(1),
+        }
+        return sum(terms.values()), terms
+
+    def terminated(self, backend):
+        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+
+    def reset_state(self, env_ids, rng):
+        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -0.1, 0.1)
+        radius, angle = 0.2 * rng.uniform((1,)).sqrt(), rng.uniform((1,), 0.0, 2 * torch.pi)
+        qpos[:, 2:] = torch.cat((radius * angle.cos(), radius * angle.sin()), dim=1)
+        qvel = rng.uniform((self.nv,), -0.005, 0.005)
+        qvel[:, 2:] = 0.0
+        return qpos, qvel
