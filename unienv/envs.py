@@ -21,6 +21,12 @@ env i's resets sample from its own stream keyed by seed + i
 (`unienv.random`), so the same seed gives the same trajectories bit for bit on
 the CPU, and env i of a vector seeded s matches a single env seeded s + i.
 
+Domain randomization (`dr=`, see `unienv.dr`) hooks in at four places, and
+costs nothing when dr is None: startup terms once after the backend is built,
+reset terms in each env's reset (before its state is set), interval terms,
+pushes and action latency before each physics step, and observation noise on
+each observation. `env.dr_params()` gives each env's current parameters.
+
 `numpy_env(env)` gives the NumPy form for NumPy-based RL code; `SingleEnv` is
 the one-env `gymnasium.Env` that `gymnasium.make("unienv/<Task>-v0")` returns.
 """
@@ -38,6 +44,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from unienv.backends import SimBackend
+from unienv.dr import DomainRandomization
 from unienv.errors import ArgumentError
 from unienv.random import EnvRandom
 from unienv.task import Task
@@ -59,7 +66,11 @@ class UniEnv(VectorEnv):
         render_env_ids: Sequence[int] = (0,),
         render_size: tuple[int, int] = (480, 640),
         nonfinite_actions: str = "raise",
+        dr: Any = None,
+        seed: int | None = None,
     ):
+        """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
+        seeds the first reset and the DR streams (startup terms draw from it)."""
         autoreset_mode = _autoreset_mode(autoreset_mode)
         if max_episode_steps is None:
             max_episode_steps = task.max_episode_steps
@@ -100,11 +111,16 @@ class UniEnv(VectorEnv):
         }
         self._obs_dtype = getattr(torch, np.dtype(self.single_observation_space.dtype).name)
         self._act_dim = int(np.prod(self.single_action_space.shape))
+        self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
 
         backend.materialize()
         task.setup(backend)
         n, dev = self.num_envs, self.device
         self._random = EnvRandom(n, dev)
+        if seed is not None:
+            self._random.seed(_checked_seed(seed))
+        if self.dr is not None:
+            self.dr.startup()
         self._return = torch.zeros(n, dtype=torch.float64, device=dev)
         self._length = torch.zeros(n, dtype=torch.int64, device=dev)
         self._start = np.full(n, time.perf_counter())
@@ -117,9 +133,9 @@ class UniEnv(VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset all envs, or those in options["reset_mask"]; returns (obs, info)."""
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-                raise ArgumentError(f"seed: expected an int or None, got {seed!r}")
-            self._random.seed(int(seed))
+            self._random.seed(_checked_seed(seed))
+            if self.dr is not None:
+                self.dr.seed(int(seed))
         ids = self._all
         options = dict(options or {})
         if "reset_mask" in options:
@@ -134,34 +150,44 @@ class UniEnv(VectorEnv):
             raise ArgumentError(f"options: unknown keys {sorted(options)}; expected 'reset_mask'")
         self._reset_envs(ids)
         self._pending_reset[ids.to(self.device)] = False
-        return self._observe(), {}
+        return self._observe(ids), {}
 
     def _reset_envs(self, ids: torch.Tensor) -> None:
         if len(ids) == 0:
             return
+        if self.dr is not None:
+            self.dr.reset(ids)
         qpos, qvel = self.task.reset_state(ids, self._random.for_envs(ids))
+        if self.dr is not None:
+            qpos, qvel = self.dr.reset_state(ids, qpos, qvel)
         self.backend.set_state_tensor(ids, qpos, qvel)
         dev_ids = ids.to(self.device)
         self._return[dev_ids] = 0.0
         self._length[dev_ids] = 0
         self._start[ids.numpy()] = time.perf_counter()
 
-    def _observe(self) -> torch.Tensor:
-        return self.task.observe(self.backend).to(self._obs_dtype)
+    def _observe(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The observation; DR noise is drawn afresh for env_ids (default all)."""
+        obs = self.task.observe(self.backend).to(self._obs_dtype)
+        return obs if self.dr is None else self.dr.observation(obs, env_ids)
+
+    def dr_params(self) -> dict[str, torch.Tensor]:
+        """Each DR term's current per-env values, (num_envs, E); {} without DR."""
+        return {} if self.dr is None else self.dr.params()
 
     # ---- step ---------------------------------------------------------------
 
     def step(self, actions):
         """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
         actions, info = self._checked_actions(actions)
-        time_before = self.backend.get_state_views()["time"].clone()
-        self.backend.step_tensor(self.task.action_to_ctrl(actions), self.task.decimation)
+        applied = actions if self.dr is None else self.dr.actions(actions)
+        self.backend.step_tensor(self.task.action_to_ctrl(applied), self.task.decimation)
         self._length += 1
 
         reward, terms = self.task.reward(self.backend, actions)
         terminated = self.task.terminated(self.backend)
         truncated = self._length >= self.max_episode_steps
-        diverged = self._diverged(time_before)
+        diverged = self.backend.pop_diverged()
         if bool(diverged.any()):  # never hand out a diverged state: end the episode
             info["diverged"], info["_diverged"] = diverged, diverged
             truncated = truncated | diverged
@@ -177,8 +203,9 @@ class UniEnv(VectorEnv):
         if mode == AutoresetMode.NEXT_STEP:
             pending = self._pending_reset
             if bool(pending.any()):
-                self._reset_envs(torch.nonzero(pending.cpu()).flatten())
-                obs = self._observe()
+                ids = torch.nonzero(pending.cpu()).flatten()
+                self._reset_envs(ids)
+                obs = self._observe(ids)
                 reward = torch.where(pending, torch.zeros_like(reward), reward)
                 terminated, truncated = terminated & ~pending, truncated & ~pending
                 done = done & ~pending
@@ -189,8 +216,9 @@ class UniEnv(VectorEnv):
                 info["final_obs"], info["_final_obs"] = obs, done
                 info["final_info"] = {"episode": episode, "_episode": done}
                 info["_final_info"] = done
-                self._reset_envs(torch.nonzero(done.cpu()).flatten())
-                obs = self._observe()
+                ids = torch.nonzero(done.cpu()).flatten()
+                self._reset_envs(ids)
+                obs = self._observe(ids)
             else:
                 info["episode"], info["_episode"] = episode, done
         return obs, reward.to(torch.float64), terminated, truncated, info
@@ -222,12 +250,6 @@ class UniEnv(VectorEnv):
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
         return actions, info
 
-    def _diverged(self, time_before: torch.Tensor) -> torch.Tensor:
-        """Envs whose state is not finite, or that the engine reset itself (time went back)."""
-        s = self.backend.get_state_views()
-        finite = torch.isfinite(s["qpos"]).all(1) & torch.isfinite(s["qvel"]).all(1)
-        return ~finite | (s["time"] < time_before)
-
     def _episode_stats(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
         now = time.perf_counter()
         elapsed = torch.as_tensor(np.round(now - self._start, 6), device=self.device)
@@ -258,6 +280,12 @@ class UniEnv(VectorEnv):
             self._renderer.close()
             self._renderer = None
         self.backend.close()
+
+
+def _checked_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ArgumentError(f"seed: expected an int or None, got {seed!r}")
+    return int(seed)
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:

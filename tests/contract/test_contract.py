@@ -543,3 +543,17 @@ def test_dr_mass_changes_holding_force(make_backend):
     run(b, 300)
     force = b.get_contact_forces(b.find("body", "box"))[:, 0, 2]
     assert torch.allclose(force[1] / force[0], torch.tensor(2.5, dtype=force.dtype), rtol=0.02)
+
+
+def test_pop_diverged_flags_only_the_blown_up_env_once(make_backend):
+    b = make_backend(num_envs=3)
+    qpos, qvel = initial_state(b, 3)
+    qvel[2, b.joint_qvel_slice("hinge")] = 1e8  # fine to write; its centripetal load blows up the step
+    b.set_state_tensor(torch.arange(3), qpos, qvel)
+    assert not b.pop_diverged().any()
+    b.step_tensor(zeros_ctrl(b), nsteps=2)
+    assert b.pop_diverged().tolist() == [False, False, True]
+    healthy = initial_state(b, 1)
+    b.set_state_tensor(torch.tensor([2]), *healthy)
+    b.step_tensor(zeros_ctrl(b))
+    assert not b.pop_diverged().any()

@@ -381,6 +381,12 @@ class SimBackend(abc.ABC):
             )
         self.set_state_tensor(torch.nonzero(mask.cpu()).flatten(), qpos, qvel)
 
+    def pop_diverged(self) -> torch.Tensor:
+        """(num_envs,) bool: envs whose physics diverged since the last call, left
+        non-finite or reset by the engine itself (as MuJoCo does on a bad state)."""
+        self._ready()
+        return self._pop_diverged()
+
     def get_body_views(self, body_ids: Any) -> BodyViews:
         """World-frame poses and velocities of the given bodies, (N, B, ...)."""
         self._ready()
@@ -622,6 +628,10 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def _dr_default(self, term: str) -> torch.Tensor: ...
+
+    def _pop_diverged(self) -> torch.Tensor:
+        s = self._state_views()
+        return ~(torch.isfinite(s["qpos"]).all(1) & torch.isfinite(s["qvel"]).all(1))
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         raise CapabilityError(f"the {self.name} backend does not support body_views")

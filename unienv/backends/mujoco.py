@@ -58,6 +58,15 @@ _VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
 _HIDDEN_SENSOR = "_unienv_cfrc"
+# warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc
+_UNSTABLE = [
+    int(w)
+    for w in (
+        mujoco.mjtWarning.mjWARN_BADQPOS,
+        mujoco.mjtWarning.mjWARN_BADQVEL,
+        mujoco.mjtWarning.mjWARN_BADQACC,
+    )
+]
 
 # DR term -> (model field, whether mj_setConst must follow a write)
 _FIELDS = {
@@ -157,6 +166,7 @@ class MujocoBackend(SimBackend):
         }
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
         self._applied_force: torch.Tensor | None = None  # force of the last step's wrench
+        self._unstable = self._unstable_counts()
         self._wrench_pending = False
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
         self._mj_values: dict[str, torch.Tensor] | None = None  # their values at this state
@@ -181,6 +191,15 @@ class MujocoBackend(SimBackend):
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
+
+    def _unstable_counts(self) -> np.ndarray:
+        return self._batch.warning[:, _UNSTABLE, 1].sum(1)
+
+    def _pop_diverged(self) -> torch.Tensor:
+        counts = self._unstable_counts()
+        reset_by_mujoco = counts > self._unstable
+        self._unstable = counts
+        return torch.from_numpy(reset_by_mujoco) | super()._pop_diverged()
 
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         rows = ids.numpy()

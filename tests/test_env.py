@@ -1,0 +1,192 @@
+"""UniEnv: Gymnasium's vector API, autoreset modes, seeding, refusals, NumPy form."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import unienv
+from unienv.errors import ArgumentError
+
+
+def random_actions(env, steps, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        torch.rand(env.num_envs, *env.single_action_space.shape, generator=g) * 2 - 1 for _ in range(steps)
+    ]
+
+
+@pytest.mark.parametrize("task", ["cartpole", "ant"])
+def test_single_env_passes_check_env(task):
+    env = gym.make(unienv.tasks.gym_id(task))
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+@pytest.mark.parametrize("task, steps", [("cartpole", 120), ("ant", 60)])
+def test_sync_vector_env_of_single_envs_matches_next_step(task, steps):
+    n = 3
+    vec = unienv.make(task, num_envs=n, autoreset_mode=AutoresetMode.NEXT_STEP, max_episode_steps=40)
+    sync = SyncVectorEnv(
+        [lambda: unienv.make_single(task, max_episode_steps=40) for _ in range(n)],
+        autoreset_mode=AutoresetMode.NEXT_STEP,
+    )
+    obs_v, _ = vec.reset(seed=7)
+    obs_s, _ = sync.reset(seed=7)
+    np.testing.assert_array_equal(obs_v.numpy(), obs_s)
+    resets = 0
+    for actions in random_actions(vec, steps):
+        obs_v, rew_v, term_v, trunc_v, _ = vec.step(actions)
+        obs_s, rew_s, term_s, trunc_s, _ = sync.step(actions.numpy())
+        np.testing.assert_array_equal(obs_v.numpy(), obs_s)
+        np.testing.assert_array_equal(rew_v.numpy(), rew_s)
+        np.testing.assert_array_equal(term_v.numpy(), term_s)
+        np.testing.assert_array_equal(trunc_v.numpy(), trunc_s)
+        resets += int((term_v | trunc_v).sum())
+    assert resets > 0  # the comparison covered autoresets
+    vec.close()
+    sync.close()
+
+
+def test_same_seed_same_trajectory_bit_for_bit():
+    def trajectory(seed):
+        env = unienv.make("ant", num_envs=4)
+        obs, _ = env.reset(seed=seed)
+        out = [obs]
+        for a in random_actions(env, 30):
+            out.append(env.step(a)[0])
+        env.close()
+        return torch.stack(out)
+
+    a, b, c = trajectory(3), trajectory(3), trajectory(4)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_same_step_autoreset_reports_final_obs_and_episode_stats():
+    env = unienv.make("cartpole", num_envs=4, seed=0)
+    env.reset()
+    assert env.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+    push = torch.ones(4, 1)  # full force: the pole falls within a second
+    lengths = torch.zeros(4, dtype=torch.int64)
+    for _ in range(200):
+        obs, reward, terminated, truncated, info = env.step(push)
+        lengths += 1
+        if "final_obs" in info:
+            break
+    done = info["_final_obs"]
+    assert done.any() and torch.equal(done, terminated | truncated)
+    assert torch.equal(info["_final_info"], done)
+    episode = info["final_info"]["episode"]
+    assert torch.equal(episode["l"][done], lengths[done])
+    assert torch.allclose(episode["r"][done], (lengths[done] - 1).double())  # +1 per upright step
+    final = info["final_obs"][done]
+    assert (final[:, 2].abs() > torch.sin(torch.tensor(0.2)) - 1e-6).all()  # terminal: pole past 0.2 rad
+    assert (obs[done][:, 2].abs() < 0.06).all()  # returned obs: the next episode's first
+
+
+def test_disabled_autoreset_and_reset_mask():
+    env = unienv.make("cartpole", num_envs=3, autoreset_mode="disabled", seed=1)
+    env.reset()
+    for _ in range(10):
+        env.step(torch.ones(3, 1))
+    state = env.backend.get_physics_state().clone()
+    mask = torch.tensor([False, True, False])
+    obs, _ = env.reset(options={"reset_mask": mask})
+    after = env.backend.get_physics_state()
+    assert torch.equal(after[~mask], state[~mask])
+    assert float(after[1, 0]) == 0.0  # env 1 starts over
+    with pytest.raises(ArgumentError, match="reset_mask"):
+        env.reset(options={"reset_mask": torch.tensor([1, 0, 1])})
+    with pytest.raises(ArgumentError, match="options"):
+        env.reset(options={"reset_mas": mask})
+
+
+def test_truncation_at_max_episode_steps():
+    env = unienv.make("ant", num_envs=2, max_episode_steps=5, seed=0)
+    env.reset()
+    for _ in range(5):
+        _, _, terminated, truncated, info = env.step(torch.zeros(2, 8))
+    assert truncated.all() and not terminated.any()
+    assert torch.equal(info["final_info"]["episode"]["l"], torch.tensor([5, 5]))
+
+
+@pytest.mark.parametrize(
+    "actions, match",
+    [
+        (torch.zeros(2, 7), "shape"),
+        (torch.zeros(3, 8), "shape"),
+        (torch.zeros(2, 8, dtype=torch.int64), "float"),
+        ([[0.0] * 8] * 2, "tensor or array"),
+        (torch.full((2, 8), float("nan")), "NaN"),
+    ],
+)
+def test_step_refuses_bad_actions_and_changes_nothing(actions, match):
+    env = unienv.make("ant", num_envs=2, seed=0)
+    env.reset()
+    before = env.backend.get_physics_state().clone()
+    with pytest.raises(ArgumentError, match=match):
+        env.step(actions)
+    assert torch.equal(env.backend.get_physics_state(), before)
+
+
+def test_nonfinite_actions_can_be_zeroed_and_reported():
+    env = unienv.make("ant", num_envs=2, seed=0, nonfinite_actions="zero")
+    env.reset()
+    actions = torch.zeros(2, 8)
+    actions[1, 3] = float("inf")
+    obs, *_, info = env.step(actions)
+    assert info["_nonfinite_action"].tolist() == [False, True]
+    assert torch.isfinite(obs).all()
+
+
+def test_diverged_env_is_reset_and_flagged():
+    env = unienv.make("ant", num_envs=2, seed=0)
+    env.reset()
+    s = env.backend.get_state_views()
+    qpos, qvel = s["qpos"].clone(), s["qvel"].clone()
+    qvel[1] = 1e9  # under MuJoCo's limit (1e10) now, over it within the step: MuJoCo resets the env
+    env.backend.set_state_tensor(torch.tensor([1]), qpos[[1]], qvel[[1]])
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(2, 8))
+    assert info["_diverged"].tolist() == [False, True]
+    assert truncated[1] and torch.isfinite(obs).all()
+    assert info["_final_obs"][1]
+
+
+def test_constructor_refusals():
+    with pytest.raises(ArgumentError, match="autoreset_mode"):
+        unienv.make("cartpole", autoreset_mode="sometimes")
+    with pytest.raises(ArgumentError, match="max_episode_steps"):
+        unienv.make("cartpole", max_episode_steps=0)
+    with pytest.raises(ArgumentError, match="device"):
+        unienv.make("cartpole", device="cuda")
+    with pytest.raises(KeyError, match="'cartpole'"):
+        unienv.make("cartpol")
+
+
+def test_numpy_form_and_gymnasium_wrappers():
+    env = gym.wrappers.vector.RecordEpisodeStatistics(
+        unienv.numpy_env(unienv.make("cartpole", num_envs=2, seed=0))
+    )
+    obs, _ = env.reset(seed=0)
+    assert isinstance(obs, np.ndarray) and obs.shape == (2, 5) and obs.dtype == np.float32
+    ended = 0
+    for _ in range(150):
+        obs, reward, terminated, truncated, info = env.step(np.ones((2, 1), np.float32))
+        assert isinstance(reward, np.ndarray) and isinstance(terminated, np.ndarray)
+        if "episode" in info:
+            ended += int(info["_episode"].sum())
+    assert ended > 0
+
+
+def test_make_vec_and_render():
+    env = gym.make_vec(
+        "unienv/Cartpole-v0", num_envs=2, vectorization_mode="vector_entry_point", render_mode="rgb_array"
+    )
+    env.reset(seed=0)
+    (frame,) = env.render()
+    assert frame.shape == (480, 640, 3) and frame.dtype == np.uint8
+    assert frame.std() > 10  # a scene, not a blank image
+    env.close()
