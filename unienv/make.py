@@ -9,8 +9,8 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from unienv import backends
+from unienv import dr as domain_randomization
 from unienv.envs import SingleEnv, UniEnv
-from unienv.errors import ArgumentError
 from unienv.tasks import TASKS, gym_id, task_class
 
 
@@ -31,17 +31,17 @@ def make(
     task_options go to the task's constructor (e.g. {"swingup": True}),
     backend_options to the backend's (e.g. {"nthread": 2}), env_options to
     UniEnv (max_episode_steps, render_mode, render_env_ids, nonfinite_actions).
+    dr is a domain-randomization config (a mapping or an OmegaConf DictConfig,
+    e.g. Hydra's cfg.dr; see unienv.dr), checked before the backend is built.
     """
-    if dr:
-        raise ArgumentError("dr: domain randomization configs are not supported yet; pass None")
+    dr_terms = domain_randomization.parse(dr)
     the_task = task_class(task)(**dict(task_options or {}))
-    sim = backends.create(
-        backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **dict(backend_options or {})
-    )
-    env = UniEnv(the_task, sim, autoreset_mode=autoreset_mode, **env_options)
-    if seed is not None:
-        env._random.seed(seed)
-    return env
+    options = dict(backend_options or {})
+    if dr_terms:  # the backend must know which parameters will vary per env
+        randomize = (*options.pop("randomize", ()), *domain_randomization.backend_params(dr_terms))
+        options["randomize"] = tuple(dict.fromkeys(randomize))
+    sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **options)
+    return UniEnv(the_task, sim, autoreset_mode=autoreset_mode, dr=dr_terms, seed=seed, **env_options)
 
 
 def make_vector(task: str, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> UniEnv:
