@@ -1,0 +1,671 @@
+"""The `genesis` backend: Genesis's rigid solver, batched on CUDA or on the CPU.
+
+Model: the scene's MJCF is loaded twice. MuJoCo compiles it for the metadata
+(`backend.info`: names, ids, qpos/dof addresses, in MJCF order), and Genesis
+parses the same file into one rigid entity that `materialize()` builds with
+`n_envs=num_envs`. Genesis keeps MuJoCo's body, joint and dof order, and its
+free joint has MuJoCo's layout (qpos [p, wxyz], qvel [v world, w body]); the
+constructor and `materialize()` check both, so no conversion is needed and
+none is done. Timestep and gravity come from the scene; the integrator is
+MuJoCo's where Genesis has it (Euler, implicitfast; implicit and RK4 map to
+implicitfast), and Genesis runs in its MuJoCo-compatibility mode (MuJoCo's
+contact model and solver defaults, no default armature, solref 0.02).
+
+Actuators are MuJoCo's general actuators with a joint transmission, affine
+bias and no activation: motors (force = gear * ctrl) and position servos
+(force = kp * (ctrl - q) - kv * qdot). Genesis computes them itself from the
+same gain and bias (its POSITION control mode), inside the step, with the
+servo's kv implicit as in MuJoCo; `ctrl` is clamped to ctrlrange first, as
+MuJoCo does. The `ctrl` view keeps the value given, unclamped, as MjData does.
+
+Device and dtype: one Genesis per process (`gs.init`), on CUDA or the CPU,
+float64 on the CPU and float32 on CUDA unless `precision=` says otherwise. A
+second backend in the same process must ask for the same device and
+precision, or it raises ArgumentError naming them.
+
+Views: `qpos` and `qvel` from `get_state_views()` are zero-copy torch views of
+Genesis's own state (strided: Genesis stores dofs first, envs second), live on
+the device with no host round trip. `time` and `ctrl` are this backend's own
+tensors, updated in place by every step and reset. Body views, contact forces,
+Jacobians, DR reads and `get_physics_state()` are fresh copies. Writing into
+the qpos/qvel views changes the state, but derived quantities follow only at
+the next step; `set_state_tensor` is the way to set a state.
+
+Freshness: Genesis, like `mj_step`, leaves link poses one integration behind
+after a step in MuJoCo-compatibility mode; body views and Jacobians run its
+forward kinematics first when they are stale, so they describe the current
+state. Contact forces are those of the last physics step (cleared by a reset).
+
+Determinism: on the CPU (one Quadrants thread), the same inputs give
+bit-identical trajectories, and rows are independent. A restore through
+`set_physics_state` is exact in qpos and qvel (float64 on the CPU), but
+Genesis's solver warm start is cleared, so the next steps may differ from the
+original run in the last bits. On CUDA runs are reproducible only to float
+tolerance (atomic reductions).
+
+Capability differences from the mujoco backend: no MJCF sensors (Genesis does
+not parse them: `sensors=False`); `geom_friction` writes the sliding
+coefficient per env (Genesis keeps torsional and rolling global, so their
+columns must stay at the compiled values where a geom's condim makes them
+matter); geom `margin` is ignored by Genesis; `physics_state_size` is
+1 + nq + nv. DR terms other than `geom_friction` and `gravity` are stored per
+env only when named in `randomize=` (Genesis must know before it builds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import genesis as gs
+import mujoco
+import numpy as np
+import torch
+from genesis.utils.misc import qd_to_torch
+
+from unienv.backends.base import (
+    BodyViews,
+    Capabilities,
+    DRTerm,
+    SceneInfo,
+    SimBackend,
+    load_mjmodel,
+)
+from unienv.errors import ArgumentError
+
+# DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway)
+_BATCH_FLAG = {
+    "body_mass": "batch_links_info",
+    "body_com": "batch_links_info",
+    "geom_friction": None,
+    "dof_damping": "batch_dofs_info",
+    "dof_armature": "batch_dofs_info",
+    "dof_frictionloss": "batch_dofs_info",
+    "actuator_kp": "batch_dofs_info",
+    "actuator_kd": "batch_dofs_info",
+    "gravity": None,
+}
+
+_INTEGRATORS = {"euler": "Euler", "implicitfast": "implicitfast"}
+# MuJoCo's integrator (mjtIntegrator) -> the closest Genesis has
+_FROM_MUJOCO = {
+    int(mujoco.mjtIntegrator.mjINT_EULER): "euler",
+    int(mujoco.mjtIntegrator.mjINT_RK4): "implicitfast",
+    int(mujoco.mjtIntegrator.mjINT_IMPLICIT): "implicitfast",
+    int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast",
+}
+
+
+# ---- Genesis, once per process -----------------------------------------------
+
+
+def _headless_rendering() -> None:
+    """Let scene.build() go on without an EGL context (headless GPU machines).
+
+    Genesis always builds an offscreen rasterizer; physics does not need it and
+    unienv renders with MuJoCo, so a failure there only turns it off.
+    """
+    from genesis.vis import rasterizer
+
+    if getattr(rasterizer.Rasterizer.build, "_unienv", False):
+        return
+    original = rasterizer.Rasterizer.build
+
+    def build(self: Any) -> None:
+        try:
+            original(self)
+        except Exception:  # no usable EGL: keep the physics, drop Genesis's renderer
+            self._renderer = None
+            self.visualizer = self._context.visualizer if self._context is not None else None
+
+    build._unienv = True  # type: ignore[attr-defined]
+    rasterizer.Rasterizer.build = build
+
+
+def _init_genesis(device: torch.device, precision: str) -> None:
+    """gs.init once per process; later backends must agree with the first."""
+    want = gs.cuda if device.type == "cuda" else gs.cpu
+    if gs._initialized:
+        have = "64" if gs.np_float == np.float64 else "32"
+        if gs.backend != want or have != precision:
+            raise ArgumentError(
+                f"device/precision: Genesis is already initialised in this process on {gs.backend.name} "
+                f"with precision {have!r}; a second backend must use the same, got device={str(device)!r}, "
+                f"precision={precision!r}"
+            )
+        return
+    _headless_rendering()
+    gs.init(backend=want, precision=precision, logging_level="warning")
+    if gs.backend != want:  # Genesis falls back to the CPU without raising
+        raise ArgumentError(f"device: Genesis could not start on {device}; it fell back to {gs.backend.name}")
+
+
+# ---- the backend ---------------------------------------------------------------
+
+
+class GenesisBackend(SimBackend):
+    """Batched Genesis rigid-body scenes; see the module docstring."""
+
+    name = "genesis"
+
+    def __init__(
+        self,
+        scene: str | os.PathLike,
+        num_envs: int,
+        sim_dt: float,
+        *,
+        device: str | torch.device | None = None,
+        randomize: Iterable[str] = (),
+        precision: str | None = None,
+        integrator: str | None = None,
+        rigid_options: Mapping[str, Any] | None = None,
+    ):
+        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        self.device = self._resolve_device(device)
+        if precision is None:
+            precision = "32" if self.device.type == "cuda" else "64"
+        if precision not in ("32", "64"):
+            raise ArgumentError(f"precision: expected '32' or '64', got {precision!r}")
+        self._mj = model = load_mjmodel(scene, sim_dt)
+        self.info = SceneInfo.from_mjmodel(model)
+        self._check_actuators(model)
+        if integrator is None:
+            integrator = _FROM_MUJOCO[int(model.opt.integrator)]
+        if integrator not in _INTEGRATORS:
+            raise ArgumentError(f"integrator: expected one of {sorted(_INTEGRATORS)}, got {integrator!r}")
+        self._validate_randomize()
+
+        options = {
+            "integrator": getattr(gs.integrator, _INTEGRATORS[integrator]),
+            "enable_mujoco_compatibility": True,
+            "constraint_timeconst": 0.02,  # MuJoCo's default solref[0]
+        }
+        for term in self._requested_dr:
+            if _BATCH_FLAG[term]:
+                options[_BATCH_FLAG[term]] = True
+        extra = dict(rigid_options or {})
+        _init_genesis(self.device, precision)
+        try:  # validate every option now, on the cold path
+            gs.options.RigidOptions(**{**options, **extra})
+        except Exception as e:
+            raise ArgumentError(f"rigid_options: not valid Genesis RigidOptions: {e}") from e
+        self._rigid_options = {**options, **extra}
+        self._dtype = gs.tc_float
+
+    @staticmethod
+    def _resolve_device(device: str | torch.device | None) -> torch.device:
+        if device is None:
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ArgumentError(f"device: expected 'cpu', 'cuda' or None, got {device!r}") from e
+        if dev.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ArgumentError(
+                    f"device: {device!r} requested but CUDA is not available; use 'cpu' or None"
+                )
+            return torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
+        if dev.type != "cpu":
+            raise ArgumentError(f"device: the genesis backend runs on 'cpu' or 'cuda', got {device!r}")
+        return dev
+
+    def _check_actuators(self, m: mujoco.MjModel) -> None:
+        """Genesis drives one joint per actuator with a fixed gain and an affine bias."""
+        names = self.info.names["actuator"]
+        joints = []
+        for a in range(m.nu):
+            if int(m.actuator_trntype[a]) != mujoco.mjtTrn.mjTRN_JOINT.value:
+                raise ArgumentError(
+                    f"scene: actuator {names[a]!r} has no joint transmission; genesis needs one"
+                )
+            if int(m.actuator_dyntype[a]) != mujoco.mjtDyn.mjDYN_NONE.value:
+                raise ArgumentError(f"scene: actuator {names[a]!r} has activation dynamics; genesis has none")
+            if int(m.actuator_gaintype[a]) != mujoco.mjtGain.mjGAIN_FIXED.value or int(
+                m.actuator_biastype[a]
+            ) not in (
+                mujoco.mjtBias.mjBIAS_NONE.value,
+                mujoco.mjtBias.mjBIAS_AFFINE.value,
+            ):
+                raise ArgumentError(f"scene: actuator {names[a]!r} needs a fixed gain and a none/affine bias")
+            joint = int(m.actuator_trnid[a, 0])
+            if int(m.jnt_type[joint]) not in (
+                mujoco.mjtJoint.mjJNT_HINGE.value,
+                mujoco.mjtJoint.mjJNT_SLIDE.value,
+            ):
+                raise ArgumentError(
+                    f"scene: actuator {names[a]!r} drives a multi-dof joint; genesis needs 1 dof"
+                )
+            if joint in joints:
+                raise ArgumentError(f"scene: two actuators drive joint {self.info.names['joint'][joint]!r}")
+            joints.append(joint)
+
+    def get_capabilities(self) -> Capabilities:
+        return Capabilities(
+            backend="genesis",
+            device=str(self.device),
+            dtype=self._dtype,
+            deterministic=self.device.type == "cpu",
+            sensors=False,
+        )
+
+    # ---- lifecycle ----------------------------------------------------------
+
+    def _materialize(self) -> None:
+        info, m = self.info, self._mj
+        self._scene = gs.Scene(
+            sim_options=gs.options.SimOptions(dt=self.dt, gravity=tuple(float(g) for g in info.gravity)),
+            rigid_options=gs.options.RigidOptions(**self._rigid_options),
+            profiling_options=gs.options.ProfilingOptions(show_FPS=False),
+            show_viewer=False,
+        )
+        self._entity = self._scene.add_entity(gs.morphs.MJCF(file=self.scene, default_armature=None))
+        self._scene.build(n_envs=self.num_envs)
+        self._solver = sol = self._entity._solver
+        self._map_layout()
+        dev = gs.device
+
+        # zero-copy views of Genesis's state, (num_envs, ...)
+        self._qpos = qd_to_torch(sol.rigid_info.qpos, transpose=True, copy=False)
+        self._qvel = qd_to_torch(sol.dyn_state.dofs.vel, transpose=True, copy=False)
+        self._ctrl_pos = qd_to_torch(sol.dyn_state.dofs.ctrl_pos, transpose=True, copy=False)
+        self._ctrl_mode = qd_to_torch(sol.dyn_state.dofs.ctrl_mode, transpose=True, copy=False)
+        self._ctrl_force = qd_to_torch(sol.dyn_state.dofs.ctrl_force, transpose=True, copy=False)
+        self._time = torch.zeros(self.num_envs, dtype=torch.float64, device=dev)
+        self._ctrl = torch.zeros(self.num_envs, self.nu, dtype=self._dtype, device=dev)
+        self._views = {"time": self._time, "qpos": self._qpos, "qvel": self._qvel, "ctrl": self._ctrl}
+
+        # actuators: Genesis's POSITION mode computes gain * ctrl + bias(q, qdot) per dof
+        act_joint = info.actuator_joint
+        self._act_dofs = torch.as_tensor(info.joint_dof_adr[act_joint], device=dev)
+        self._gear = torch.as_tensor(info.actuator_gear, dtype=self._dtype, device=dev)
+        self._ctrl_lo = torch.as_tensor(info.ctrl_range[:, 0], dtype=self._dtype, device=dev)
+        self._ctrl_hi = torch.as_tensor(info.ctrl_range[:, 1], dtype=self._dtype, device=dev)
+        self._servo = torch.as_tensor(m.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE.value, device=dev)
+        if self.nu:
+            # Genesis folds a motor's ctrlrange into a force range, which a kp write would then cut;
+            # ctrl is clamped here instead, and only the force limits the file states remain.
+            lo, hi = self._force_range()
+            dofs = self._act_dofs
+            sol.set_dofs_force_range(lo.expand(self.num_envs, -1), hi.expand(self.num_envs, -1), dofs)
+            self._ctrl_mode[:, dofs] = int(gs.CTRL_MODE.POSITION)
+            self._ctrl_pos[:, dofs] = 0.0
+
+        self._wrench: tuple[torch.Tensor, ...] | None = None  # rows, links, force, torque
+        self._all_envs = torch.arange(self.num_envs, device=dev)
+        self._friction = self._dr_default("geom_friction").to(dev).expand(self.num_envs, -1, -1).clone()
+        self._gravity = (
+            torch.as_tensor(info.gravity, dtype=torch.float64, device=dev).expand(self.num_envs, 3).clone()
+        )
+
+    def _force_range(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-actuator force limits in joint units: gear * forcerange, then the joint's actfrcrange."""
+        m, lo, hi = self._mj, [], []
+        for a in range(m.nu):
+            low, high = -np.inf, np.inf
+            if m.actuator_forcelimited[a]:
+                low, high = np.sort(m.actuator_gear[a, 0] * m.actuator_forcerange[a])
+            j = int(m.actuator_trnid[a, 0])
+            if m.jnt_actfrclimited[j]:
+                low, high = np.clip([low, high], *m.jnt_actfrcrange[j])
+            lo.append(low)
+            hi.append(high)
+        return (torch.tensor(x, dtype=self._dtype, device=gs.device)[None] for x in (lo, hi))
+
+    def _map_layout(self) -> None:
+        """Map MJCF bodies and geoms to Genesis links and geoms; check qpos/dof order and free-joint layout."""
+        m, ent = self._mj, self._entity
+        joints = [j for j in ent.joints if j.n_qs > 0 or j.n_dofs > 0]
+        gs_types = {
+            mujoco.mjtJoint.mjJNT_FREE: gs.JOINT_TYPE.FREE,
+            mujoco.mjtJoint.mjJNT_BALL: gs.JOINT_TYPE.SPHERICAL,
+            mujoco.mjtJoint.mjJNT_SLIDE: gs.JOINT_TYPE.PRISMATIC,
+            mujoco.mjtJoint.mjJNT_HINGE: gs.JOINT_TYPE.REVOLUTE,
+        }
+        same = len(joints) == m.njnt and ent.n_qs == m.nq and ent.n_dofs == m.nv
+        for j, joint in enumerate(joints if same else ()):
+            same &= joint.type == gs_types[mujoco.mjtJoint(int(m.jnt_type[j]))]
+            same &= joint.q_start == m.jnt_qposadr[j] and joint.dof_start == m.jnt_dofadr[j]
+        if not same or ent.q_start != 0 or ent.dof_start != 0:
+            raise ArgumentError(
+                f"scene: Genesis parsed {self.scene!r} into a joint layout that differs from MuJoCo's "
+                "(order or type); the genesis backend cannot map its state"
+            )
+        # Genesis drops the world body when it holds no geometry
+        links = ent.links
+        offset = m.nbody - len(links)
+        if offset not in (0, 1):
+            raise ArgumentError(f"scene: Genesis made {len(links)} links of {m.nbody} MJCF bodies")
+        self._body_link = np.arange(m.nbody) - offset  # -1: the world, not a Genesis link
+        # Genesis keeps the colliding geoms only, link by link, in MJCF order
+        geom_of_body: dict[int, list[int]] = {}
+        for g in range(m.ngeom):
+            if m.geom_contype[g] or m.geom_conaffinity[g]:
+                geom_of_body.setdefault(int(m.geom_bodyid[g]), []).append(g)
+        self._geom_gs = np.full(m.ngeom, -1, dtype=np.int64)
+        for link in links:
+            mj_geoms = geom_of_body.get(link.idx - link.entity.link_start + offset, [])
+            if len(mj_geoms) != len(link.geoms):
+                raise ArgumentError(
+                    f"scene: Genesis made {len(link.geoms)} collision geoms of body {link.name!r}"
+                )
+            for g, geom in zip(mj_geoms, link.geoms):
+                self._geom_gs[g] = geom.idx
+        self._links_t = torch.as_tensor(np.maximum(self._body_link, 0), device=gs.device)
+        self._is_world = torch.as_tensor(self._body_link < 0, device=gs.device)
+
+    def _close(self) -> None:
+        # Genesis has no per-scene teardown; dropping the references frees the scene's fields
+        scene = self.__dict__.pop("_scene", None)
+        if scene is not None:
+            try:
+                scene.destroy()
+            except Exception:  # older Genesis: garbage collection releases it
+                pass
+        for name in (
+            "_entity",
+            "_solver",
+            "_views",
+            "_qpos",
+            "_qvel",
+            "_ctrl_pos",
+            "_ctrl_mode",
+            "_ctrl_force",
+        ):
+            self.__dict__.pop(name, None)
+
+    # ---- hot path -----------------------------------------------------------
+
+    def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
+        self._ctrl.copy_(ctrl)
+        if self.nu:
+            self._ctrl_pos[:, self._act_dofs] = torch.clamp(self._ctrl, self._ctrl_lo, self._ctrl_hi)
+        step = self._scene.step
+        for _ in range(nsteps):
+            if self._wrench is not None:
+                self._write_wrench()
+            step(update_visualizer=False)
+        self._wrench = None
+        self._time += nsteps * self.dt
+
+    def _state_views(self) -> Mapping[str, torch.Tensor]:
+        return self._views
+
+    def _env_idx(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids.to(gs.device)
+
+    def _write_rows(self, env: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """qpos/qvel rows, then forward kinematics; clears contacts and the solver warm start of those rows."""
+        sol = self._solver
+        sol.set_dofs_velocity(qvel.to(gs.device, self._dtype), envs_idx=env, skip_forward=True)
+        sol.set_qpos(qpos.to(gs.device, self._dtype), envs_idx=env)  # runs FK (poses and velocities)
+        acc = qd_to_torch(sol.dyn_state.dofs.acc, transpose=True, copy=False)
+        acc[env] = 0.0
+        for field in (sol.dyn_state.links.cfrc_applied_vel, sol.dyn_state.links.cfrc_applied_ang):
+            qd_to_torch(field, transpose=True, copy=False)[env] = 0.0
+        qd_to_torch(sol.dyn_state.links.contact_force, transpose=True, copy=False)[env] = 0.0
+
+    def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        env = self._env_idx(ids)
+        self._write_rows(env, qpos, qvel)
+        self._time[env] = 0.0
+        self._ctrl[env] = 0.0
+        if self.nu:
+            self._ctrl_pos[env[:, None], self._act_dofs] = 0.0
+        if self._wrench is not None:
+            self._wrench[0][env] = False
+
+    def _refresh_kinematics(self) -> None:
+        """Run Genesis's forward kinematics if a step left link poses behind qpos."""
+        sol = self._solver
+        if not (sol._is_forward_pos_updated and sol._is_forward_vel_updated):
+            from genesis.engine.solvers.rigid.abd.forward_kinematics import (
+                kernel_forward_kinematics_links_geoms,
+            )
+
+            kernel_forward_kinematics_links_geoms(
+                self._all_envs, sol.dyn_state, sol.dyn_info, sol.rigid_info, sol.rigid_config
+            )
+            sol._is_forward_pos_updated = sol._is_forward_vel_updated = True
+
+    def _body_views(self, body_ids: np.ndarray) -> BodyViews:
+        self._refresh_kinematics()
+        sol = self._solver
+        links = self._links_t[body_ids]
+        pos = sol.get_links_pos(links)
+        quat = sol.get_links_quat(links)
+        lin = sol.get_links_vel(links)
+        ang = sol.get_links_ang(links)
+        world = self._is_world[body_ids]
+        if bool(world.any()):  # the world body when Genesis dropped it: at rest at the origin
+            pos[:, world] = 0.0
+            lin[:, world] = 0.0
+            ang[:, world] = 0.0
+            quat[:, world] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=quat.dtype, device=quat.device)
+        return BodyViews(pos, quat, lin, ang)
+
+    def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
+        force = qd_to_torch(self._solver.dyn_state.links.contact_force, transpose=True)
+        out = force[:, self._links_t[body_ids]]
+        return out.masked_fill(self._is_world[body_ids][None, :, None], 0.0)
+
+    def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self._refresh_kinematics()
+        m = self._mj
+        link = int(self._body_link[int(m.site_bodyid[site_id])])
+        if link < 0:  # a site on the world does not move
+            zeros = torch.zeros(self.num_envs, 3, self.nv, dtype=self._dtype, device=gs.device)
+            return zeros, zeros.clone()
+        jac = self._entity.get_jacobian(self._entity.links[link], torch.as_tensor(m.site_pos[site_id]))
+        return jac[:, :3].clone(), jac[:, 3:].clone()
+
+    def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
+        keep = ~self._is_world[body_ids].cpu().numpy()  # a wrench on the world moves nothing
+        links = self._links_t[body_ids[keep]]
+        rows = torch.ones(self.num_envs, dtype=torch.bool, device=gs.device)
+        self._wrench = (rows, links, force[:, keep].to(self._dtype), torque[:, keep].to(self._dtype))
+
+    def _write_wrench(self) -> None:
+        rows, links, force, torque = self._wrench
+        sol = self._solver
+        for field in (sol.dyn_state.links.cfrc_applied_vel, sol.dyn_state.links.cfrc_applied_ang):
+            qd_to_torch(field, transpose=True, copy=False).zero_()
+        if len(links):
+            mask = rows[:, None, None].to(force.dtype)
+            sol.apply_links_external_wrench(
+                force * mask, torque * mask, links, ref=gs.link_ref_frame.link_com
+            )
+
+    # ---- snapshots ----------------------------------------------------------
+
+    @property
+    def physics_state_size(self) -> int:
+        return 1 + self.nq + 3 * self.nv + 1
+
+    def _solver_state(self) -> list[torch.Tensor]:
+        """Genesis's state besides qpos/qvel that the next step reads: dof accelerations and the
+        constraint solver's warm start, (num_envs, ...) views."""
+        sol = self._solver
+        cs = sol.constraint_solver.constraint_state
+        return [
+            qd_to_torch(sol.dyn_state.dofs.acc, transpose=True, copy=False),
+            qd_to_torch(cs.qacc_ws, transpose=True, copy=False),
+            qd_to_torch(cs.is_warmstart, copy=False)[:, None],
+        ]
+
+    def _get_physics_state(self) -> torch.Tensor:
+        f64 = torch.float64
+        cols = [self._time[:, None], self._qpos, self._qvel, *self._solver_state()]
+        return torch.cat([c.to(f64) for c in cols], dim=1)
+
+    def _set_physics_state(self, ids: torch.Tensor, state: torch.Tensor) -> None:
+        env = self._env_idx(ids)
+        state = state.to(gs.device)
+        nq, nv = self.nq, self.nv
+        self._write_rows(env, state[:, 1 : 1 + nq], state[:, 1 + nq : 1 + nq + nv])
+        self._time[env] = state[:, 0].to(torch.float64)
+        start = 1 + nq + nv
+        if state.shape[1] > start:  # the full row: restore the solver state too, for an exact replay
+            for view in self._solver_state():
+                width = view.shape[1]
+                view[env] = state[:, start : start + width].to(view.dtype)
+                start += width
+
+    def _pop_diverged(self) -> torch.Tensor:
+        """Non-finite state, or an env Genesis flagged (its errno); the flags are cleared."""
+        errno = qd_to_torch(self._solver._errno, copy=False)
+        diverged = super()._pop_diverged() | (errno != 0)
+        errno.zero_()
+        return diverged
+
+    # ---- domain randomization ----------------------------------------------
+
+    def _dr_terms(self) -> Mapping[str, DRTerm]:
+        m = self._mj
+
+        def declared(term: str) -> bool:
+            return _BATCH_FLAG[term] is not None
+
+        return {
+            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", declared("body_mass"), 0.0),
+            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame", declared("body_com")),
+            "geom_friction": DRTerm(
+                "geom_friction",
+                "geom",
+                (m.ngeom, 3),
+                "sliding, torsional, rolling",
+                declared("geom_friction"),
+                0.0,
+            ),
+            "dof_damping": DRTerm(
+                "dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", declared("dof_damping"), 0.0
+            ),
+            "dof_armature": DRTerm(
+                "dof_armature", "dof", (m.nv,), "kg or kg*m^2", declared("dof_armature"), 0.0
+            ),
+            "dof_frictionloss": DRTerm(
+                "dof_frictionloss", "dof", (m.nv,), "N or N*m", declared("dof_frictionloss"), 0.0
+            ),
+            "actuator_kp": DRTerm(
+                "actuator_kp",
+                "actuator",
+                (m.nu,),
+                "actuator gain (N/m, N*m/rad)",
+                declared("actuator_kp"),
+                0.0,
+            ),
+            "actuator_kd": DRTerm(
+                "actuator_kd", "actuator", (m.nu,), "velocity feedback gain", declared("actuator_kd"), 0.0
+            ),
+            "gravity": DRTerm("gravity", "", (3,), "m/s^2", declared("gravity")),
+        }
+
+    def _dr_default(self, term: str) -> torch.Tensor:
+        m = self._mj
+        value = {
+            "body_mass": lambda: m.body_mass,
+            "body_com": lambda: m.body_ipos,
+            "geom_friction": lambda: m.geom_friction,
+            "dof_damping": lambda: m.dof_damping,
+            "dof_armature": lambda: m.dof_armature,
+            "dof_frictionloss": lambda: m.dof_frictionloss,
+            "actuator_kp": lambda: m.actuator_gainprm[:, 0],
+            "actuator_kd": lambda: -m.actuator_biasprm[:, 2],
+            "gravity": lambda: m.opt.gravity,
+        }[term]()
+        return torch.tensor(np.array(value, dtype=np.float64))
+
+    def _links(self) -> torch.Tensor:
+        """Genesis links of the bodies that have one, and those bodies' ids."""
+        bodies = np.flatnonzero(self._body_link >= 0)
+        return torch.as_tensor(self._body_link[bodies], device=gs.device), torch.as_tensor(bodies)
+
+    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
+        sol, env, f64 = self._solver, self._env_idx(ids), torch.float64
+        spec = self._dr_terms()[term]
+        if term == "geom_friction":
+            return self._friction[env].to(f64).cpu()
+        if term == "gravity":
+            return self._gravity[env].cpu()
+        if term in ("body_mass", "body_com"):
+            default = self._dr_default(term)
+            out = default.expand(len(ids), *default.shape).clone()
+            links, bodies = self._links()
+            read = sol.get_links_mass if term == "body_mass" else sol.get_links_COM
+            out[:, bodies] = read(links, env).to(f64).cpu()
+            return out
+        dofs = self._act_dofs if term.startswith("actuator") else None
+        if term == "actuator_kp":
+            value = sol.get_dofs_act_gain(dofs, env) / self._gear
+        elif term == "actuator_kd":
+            value = -sol.get_dofs_act_bias(dofs, env)[2] / self._gear
+        else:
+            value = getattr(sol, "get_dofs_" + term[len("dof_") :])(None, env)
+        return value.to(f64).reshape(len(ids), *spec.shape).cpu()
+
+    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        sol, env = self._solver, self._env_idx(ids)
+        x = values.to(gs.device, self._dtype)
+        if term == "geom_friction":
+            self._set_friction(env, values.to(gs.device, torch.float64))
+        elif term == "gravity":
+            sol.set_gravity(x, env)
+            self._gravity[env] = values.to(gs.device, torch.float64)
+        elif term == "body_mass":
+            links, bodies = self._links()
+            default = torch.as_tensor(self._mj.body_mass[bodies.numpy()], dtype=self._dtype, device=gs.device)
+            mass = x[:, bodies]
+            ratio = torch.where(default > 0, mass / default.clamp_min(1e-300), torch.ones_like(mass))
+            inertia = torch.diag_embed(
+                torch.as_tensor(self._mj.body_inertia[bodies.numpy()], dtype=self._dtype, device=gs.device)
+            )
+            sol.set_links_inertia(inertia * ratio[..., None, None], links, env)
+            sol.set_links_mass(mass, links, env)
+        elif term == "body_com":
+            links, bodies = self._links()
+            sol.set_links_COM(x[:, bodies], links, env)
+        elif term in ("actuator_kp", "actuator_kd"):
+            self._set_gains(term, env, x)
+        else:
+            setter = {
+                "dof_damping": sol.set_dofs_damping,
+                "dof_armature": sol.set_dofs_armature,
+                "dof_frictionloss": sol.set_dofs_frictionloss,
+            }[term]
+            setter(x, None, env)
+
+    def _set_gains(self, term: str, env: torch.Tensor, x: torch.Tensor) -> None:
+        """kp: gain (and a servo's position bias) = gear * kp; kd: velocity bias = -gear * kd."""
+        sol, dofs, gear = self._solver, self._act_dofs, self._gear
+        bias = [b.clone() for b in sol.get_dofs_act_bias(dofs, env)]
+        if term == "actuator_kp":
+            sol.set_dofs_act_gain(gear * x, dofs, env)
+            bias[1] = torch.where(self._servo, -gear * x, bias[1])
+        else:
+            bias[2] = -gear * x
+        sol.set_dofs_act_bias(*bias, dofs, env)
+
+    def _set_friction(self, env: torch.Tensor, values: torch.Tensor) -> None:
+        """Sliding friction per env through Genesis's per-env friction ratio."""
+        m = self._mj
+        default = self._dr_default("geom_friction").to(gs.device)
+        torsional = torch.as_tensor(m.geom_condim >= 4, device=gs.device)
+        rolling = torch.as_tensor(m.geom_condim >= 6, device=gs.device)
+        changed = (values[..., 1] != default[:, 1]) & torsional | (values[..., 2] != default[:, 2]) & rolling
+        slide_zero = (default[:, 0] == 0) & (values[..., 0] != 0)
+        if bool(changed.any()) or bool(slide_zero.any()):
+            raise ArgumentError(
+                "values: genesis randomizes sliding friction only: torsional/rolling friction must stay at the "
+                "compiled values on geoms with condim >= 4/6, and a geom with zero friction must stay at zero"
+            )
+        geoms = np.flatnonzero(self._geom_gs >= 0)
+        if len(geoms):
+            sel = torch.as_tensor(geoms, device=gs.device)
+            ratio = torch.where(
+                default[sel, 0] > 0, values[:, sel, 0] / default[sel, 0].clamp_min(1e-300), 1.0
+            )
+            self._solver.set_geoms_friction_ratio(
+                ratio.to(self._dtype), torch.as_tensor(self._geom_gs[geoms], device=gs.device), env
+            )
+        self._friction[env] = values
