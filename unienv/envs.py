@@ -238,9 +238,9 @@ class UniEnv(VectorEnv):
         if not actions.dtype.is_floating_point:
             raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
         actions = actions.to(self.device)
-        finite = torch.isfinite(actions).all(1)
         info = {}
-        if not bool(finite.all()):
+        if not bool(torch.isfinite(actions).all()):
+            finite = torch.isfinite(actions).all(1)
             if self.nonfinite_actions == "raise":
                 bad = torch.nonzero(~finite).flatten().tolist()
                 raise ArgumentError(

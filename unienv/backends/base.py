@@ -31,6 +31,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -513,8 +514,12 @@ class SimBackend(abc.ABC):
 
     # ---- validation (one place) --------------------------------------------
 
+    @functools.cached_property
+    def _capabilities(self) -> Capabilities:
+        return self.get_capabilities()
+
     def _require(self, feature: str) -> None:
-        if not getattr(self.get_capabilities(), feature):
+        if not getattr(self._capabilities, feature):
             raise CapabilityError(f"the {self.name} backend does not support {feature}")
 
     def _checked_term(self, term: str) -> DRTerm:

@@ -199,7 +199,7 @@ class MujocoBackend(SimBackend):
         counts = self._unstable_counts()
         reset_by_mujoco = counts > self._unstable
         self._unstable = counts
-        return torch.from_numpy(reset_by_mujoco) | super()._pop_diverged()
+        return torch.from_numpy(reset_by_mujoco)  # MuJoCo never leaves a non-finite state
 
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         rows = ids.numpy()
