@@ -371,6 +371,7 @@ class _Bound:
     shape: tuple[int, ...] = ()  # the parameter's per-env shape (model terms)
     value: torch.Tensor | None = None  # (N, E) last values, per env
     countdown: torch.Tensor | None = None  # (N,) env steps to the next firing (interval)
+    drawn: tuple[float, float] = (math.inf, -math.inf)  # smallest and largest draw so far
     body: int = -1  # push: the pushed body
     subtree: torch.Tensor | None = None  # push: it and its descendants, whose mass moves
 
@@ -378,7 +379,14 @@ class _Bound:
         """(len(ids), E) samples for those envs, shared across entries if asked."""
         t = self.term
         width = 1 if t.shared else len(self.cols)
-        return t.distribution.sample(self.random.for_envs(ids), (width,)).expand(len(ids), len(self.cols))
+        x = t.distribution.sample(self.random.for_envs(ids), (width,))
+        return self.seen(x).expand(len(ids), len(self.cols))
+
+    def seen(self, x: torch.Tensor) -> torch.Tensor:
+        """Widen the range of draws by x; returns x."""
+        if x.numel():
+            self.drawn = (min(self.drawn[0], float(x.min())), max(self.drawn[1], float(x.max())))
+        return x
 
     def draw_interval(self, ids: torch.Tensor) -> torch.Tensor:
         lo, hi = self.term.interval
@@ -564,7 +572,7 @@ class DomainRandomization:
             elif t.schedule == "interval":
                 b.countdown[ids] = b.draw_interval(ids)
             if t.kind == "obs_noise" and t.bias > 0:
-                b.value[ids] = b.random.for_envs(ids).uniform((len(b.cols),), -t.bias, t.bias)
+                b.value[ids] = b.seen(b.random.for_envs(ids).uniform((len(b.cols),), -t.bias, t.bias))
         if self._by_kind["action_latency"]:
             self._history[:, ids] = 0.0
 
@@ -631,10 +639,10 @@ class DomainRandomization:
             b.value[ids] = value
         elif t.kind == "action_latency":
             lo, hi = t.delay
-            b.value[ids] = b.random.for_envs(ids).integers((1,), lo, hi + 1)
+            b.value[ids] = b.seen(b.random.for_envs(ids).integers((1,), lo, hi + 1))
         elif t.kind == "push":
             dv = torch.zeros(len(ids), 3, dtype=torch.float64, device=self.device)
-            dv[:, b.cols] = t.distribution.sample(b.random.for_envs(ids), (len(b.cols),))
+            dv[:, b.cols] = b.seen(t.distribution.sample(b.random.for_envs(ids), (len(b.cols),)))
             b.value[ids] = dv
 
     def _push(self, pushes: list[tuple[_Bound, torch.Tensor]]) -> None:
@@ -663,6 +671,14 @@ class DomainRandomization:
         init_state: the last sample.
         """
         return {b.term.name: b.value.clone() for b in self._bound}
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        """Per term, the smallest and largest draw x so far (over envs, entries and
+        time; the factor of a scale, the offset of an add; for obs_noise, the bias;
+        for action_latency, the delay). (nan, nan) for a term that has not drawn."""
+        return {
+            b.term.name: b.drawn if b.drawn[0] <= b.drawn[1] else (math.nan, math.nan) for b in self._bound
+        }
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """The name of each column of `params()`, per term."""

@@ -1,0 +1,117 @@
+"""DR tests run on the contract scene (a free box over a floor; a cart-pole with a
+position servo on the cart and a motor on the pole) through a small task.
+
+`make_env(config, ...)` builds a UniEnv with that config on the parametrized
+backend: a fresh mujoco backend each time, or, for genesis (whose scene builds
+take seconds to minutes), one shared backend per session that declares every
+term, so the genesis runs stay few.
+"""
+
+import importlib.util
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from unienv import dr as domain_randomization
+from unienv.backends import DR_TERMS, create
+from unienv.envs import UniEnv
+from unienv.task import Task
+
+SCENE = os.path.join(os.path.dirname(__file__), "..", "contract", "scene.xml")
+BACKENDS = ["mujoco"] + (["genesis"] if importlib.util.find_spec("genesis") else [])
+# qpos: box free joint 0..6, slider 7, hinge 8; qvel: box 0..5, slider 6, hinge 7
+BOX_Z, BOX_VX, SLIDER_Q, HINGE_Q, SLIDER_V, HINGE_V = 2, 0, 7, 8, 6, 7
+POLE_MASS, POLE_COM = 0.2, 0.3  # kg; m along the pole from the hinge
+
+
+class ContractTask(Task):
+    """Actions are the two actuators' ctrl; the observation is [qpos, qvel]; the
+    reset state is fixed: the box resting (or at box_z) with x velocity box_vx,
+    the cart at 0 and the pole at angle `pole` (0 upright)."""
+
+    name = "contract"
+    scene = SCENE
+    sim_dt = 0.005
+    decimation = 2
+    episode_length_s = 100.0
+    single_action_space = gym.spaces.Box(-5.0, 5.0, (2,), np.float32)
+    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
+
+    def __init__(self, box_z=0.1, box_vx=0.0, pole=0.0):
+        self.box_z, self.box_vx, self.pole = box_z, box_vx, pole
+
+    def setup(self, backend):
+        self.qpos0 = torch.as_tensor(backend.info.qpos0, dtype=torch.float64, device=backend.device)
+        self.nv, self.device = backend.nv, backend.device
+
+    def action_to_ctrl(self, action):
+        return action.to(torch.float64)
+
+    def observe(self, backend):
+        s = backend.get_state_views()
+        return torch.cat((s["qpos"], s["qvel"]), dim=1)
+
+    def reward(self, backend, action):
+        return torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device), {}
+
+    def terminated(self, backend):
+        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+
+    def reset_state(self, env_ids, rng):
+        qpos = self.qpos0.repeat(len(env_ids), 1)
+        qpos[:, BOX_Z], qpos[:, SLIDER_Q], qpos[:, HINGE_Q] = self.box_z, 0.0, self.pole
+        qvel = torch.zeros(len(env_ids), self.nv, dtype=torch.float64, device=self.device)
+        qvel[:, BOX_VX] = self.box_vx
+        return qpos, qvel
+
+
+_shared = {}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request):
+    return request.param
+
+
+@pytest.fixture
+def make_env(backend_name):
+    """make_env(config, num_envs=4, seed=0, **task_options) -> a reset UniEnv."""
+    made = []
+
+    def make(config, num_envs=4, seed=0, **task_options):
+        terms = domain_randomization.parse(config)
+        if backend_name == "genesis":
+            backend = _shared.get(num_envs)
+            if backend is None:
+                backend = create(
+                    "genesis", SCENE, num_envs, ContractTask.sim_dt, device="cpu", randomize=DR_TERMS
+                )
+                _shared[num_envs] = backend
+            _restore_defaults(backend)
+        else:
+            randomize = domain_randomization.backend_params(terms)
+            backend = create("mujoco", SCENE, num_envs, ContractTask.sim_dt, randomize=randomize)
+            made.append(backend)
+        env = UniEnv(ContractTask(**task_options), backend, dr=terms, seed=seed)
+        env.reset()
+        return env
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+def _restore_defaults(backend):
+    """Undo an earlier test's DR on the shared backend."""
+    ids = torch.arange(backend.num_envs)
+    for term in backend.get_dr_capabilities():
+        default = backend.get_dr_default(term)
+        backend.set_dr_param(term, ids, default.expand(backend.num_envs, *default.shape).clone())
+
+
+def state(env):
+    s = env.backend.get_state_views()
+    return s["qpos"].clone(), s["qvel"].clone()
