@@ -3,6 +3,7 @@
     python play.py                                   # cartpole, mujoco, random policy
     python play.py task=ant num_envs=16 steps=500 policy=zero
     python play.py task=cartpole policy=path/to/policy.pt video.envs=1
+    python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/sweep.py)
 
 Configuration lives in cfg/ (Hydra); `python play.py --help` lists it.
 """
@@ -14,6 +15,7 @@ import imageio.v2 as imageio
 from omegaconf import DictConfig, OmegaConf
 
 import unienv
+from unienv import sweep
 from unienv.render import tile
 from unienv.rollout import make_policy, rollout
 
@@ -23,12 +25,15 @@ def main(cfg: DictConfig) -> None:
     task_options = OmegaConf.to_container(cfg.task)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
-    video = cfg.video.enabled
+    sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true
+    video = cfg.video.enabled and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
     env = unienv.make(
         task,
         backend=backend,
         num_envs=cfg.num_envs,
         device=cfg.device,
+        seed=cfg.seed,
+        dr=cfg.dr,
         task_options=task_options,
         backend_options={k: v for k, v in backend_options.items() if v is not None},
         autoreset_mode=cfg.autoreset_mode,
@@ -64,6 +69,9 @@ def main(cfg: DictConfig) -> None:
     )
     if video:
         print(f"video: {path}")
+    if sweeping:
+        ranges = env.dr.ranges() if env.dr is not None else {}
+        print(f"metrics: {sweep.record(s, ranges, task=task, backend=backend, steps=stats.steps)}")
 
 
 if __name__ == "__main__":
