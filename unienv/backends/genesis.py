@@ -288,7 +288,7 @@ class GenesisBackend(SimBackend):
             # ctrl is clamped here instead, and only the force limits the file states remain.
             lo, hi = self._force_range()
             dofs = self._act_dofs
-            sol.set_dofs_force_range(lo.expand(self.num_envs, -1), hi.expand(self.num_envs, -1), dofs)
+            sol.set_dofs_force_range(lo, hi, dofs)  # every env
             self._ctrl_mode[:, dofs] = int(gs.CTRL_MODE.POSITION)
             self._ctrl_pos[:, dofs] = 0.0
 
@@ -311,7 +311,7 @@ class GenesisBackend(SimBackend):
                 low, high = np.clip([low, high], *m.jnt_actfrcrange[j])
             lo.append(low)
             hi.append(high)
-        return (torch.tensor(x, dtype=self._dtype, device=gs.device)[None] for x in (lo, hi))
+        return (torch.tensor(x, dtype=self._dtype, device=gs.device) for x in (lo, hi))
 
     def _map_layout(self) -> None:
         """Map MJCF bodies and geoms to Genesis links and geoms; check qpos/dof order and free-joint layout."""
@@ -350,19 +350,15 @@ class GenesisBackend(SimBackend):
                 raise ArgumentError(
                     f"scene: Genesis made {len(link.geoms)} collision geoms of body {link.name!r}"
                 )
-            for g, geom in zip(mj_geoms, link.geoms):
+            for g, geom in zip(mj_geoms, link.geoms, strict=True):
                 self._geom_gs[g] = geom.idx
         self._links_t = torch.as_tensor(np.maximum(self._body_link, 0), device=gs.device)
         self._is_world = torch.as_tensor(self._body_link < 0, device=gs.device)
 
     def _close(self) -> None:
-        # Genesis has no per-scene teardown; dropping the references frees the scene's fields
         scene = self.__dict__.pop("_scene", None)
         if scene is not None:
-            try:
-                scene.destroy()
-            except Exception:  # older Genesis: garbage collection releases it
-                pass
+            scene.destroy()
         for name in (
             "_entity",
             "_solver",
