@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from unienv.envs import UniEnv
 from unienv.errors import ArgumentError
+from unienv.wrappers import checkpoint
 
 Policy = Callable[[torch.Tensor], torch.Tensor]
 
@@ -37,7 +38,12 @@ class RolloutStats:
 
 
 def make_policy(spec: str, env: UniEnv) -> Policy:
-    """ "zero", "random" (uniform in the action space), or a path to a saved torch policy."""
+    """ "zero", "random" (uniform in the action space), or a path to a saved torch policy.
+
+    A path is a policy file from train.py (unienv.wrappers.checkpoint: refused, naming each
+    difference, unless its task, options and observation/action layout match env's), a
+    TorchScript module, or a pickled nn.Module.
+    """
     low = torch.as_tensor(env.single_action_space.low, device=env.device)
     high = torch.as_tensor(env.single_action_space.high, device=env.device)
     shape = (env.num_envs, *env.single_action_space.shape)
@@ -48,12 +54,19 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
         return lambda obs: low + (high - low) * torch.rand(shape, generator=generator, device=env.device)
     if not os.path.isfile(str(spec)):
         raise ArgumentError(f"policy: expected 'zero', 'random' or a path to a saved policy, got {spec!r}")
+    if checkpoint.is_policy_file(spec):
+        module, meta = checkpoint.load_policy(spec, device=env.device)
+        checkpoint.check_layout(meta, env, path=spec)
+        return _no_grad(module)
     try:
         module = torch.jit.load(spec, map_location=env.device)
     except RuntimeError:
         module = torch.load(spec, map_location=env.device, weights_only=False)
     module.eval()
+    return _no_grad(module)
 
+
+def _no_grad(module: Callable[[torch.Tensor], torch.Tensor]) -> Policy:
     def policy(obs: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             return module(obs.float())
