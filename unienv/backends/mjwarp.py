@@ -1,0 +1,463 @@
+"""The `mjwarp` backend: MuJoCo Warp (`mujoco_warp`), batched MuJoCo on a CUDA GPU.
+
+Model: the scene is compiled by MuJoCo on the host, put on the device once
+(`mjw.put_model`), and simulated as `nworld = num_envs` worlds of one
+`mjw.Data`. The physics is MuJoCo's (same MJCF, same integrator, solver and
+contact model), computed by Warp kernels in float32: a policy trained here
+replays on the `mujoco` backend with the same model, to float32 accuracy.
+
+Device: `device=None` or "cuda[:k]" runs on a CUDA GPU; the steps of one
+`step_tensor` call (any `nsteps`) replay as one captured CUDA graph, ordered
+against torch's current stream with events (no host sync). `device="cpu"` runs
+the same kernels on Warp's CPU device (needs warp-lang's LLVM backend,
+warp-clang); it is slow, for tests and CI without a GPU. Without CUDA, or
+without the `mjwarp` extra, construction fails and says what is missing.
+
+Views: `get_state_views()` returns torch tensors that share memory with the
+Warp arrays `d.time`, `d.qpos`, `d.qvel`, `d.ctrl` (`wp.to_torch`, zero copy);
+a write to them is the env's state at its next step. `step_tensor` copies ctrl
+into the ctrl view in place. Sensor views share memory with `d.sensordata`.
+Body views, contact forces, Jacobians and `get_mj_field` are computed per call
+and are fresh tensors.
+
+Freshness: a step leaves MuJoCo's derived quantities of its last substep, as
+`mj_step` does. The first derived read after a step or a DR write (body views,
+sensors, contact forces, Jacobians, MuJoCo fields) runs one `mjw.forward` plus
+`rne_postconstraint` over all worlds (one more graph), so they describe the
+current state, accelerations and contact forces included (the `mujoco`
+backend keeps the last substep's for those). Between two reads a held sensor
+view shows what the last substep computed. A forward writes no state: the
+trajectory does not depend on what was read.
+
+set_state_tensor resets the selected worlds (`mjw.reset_data` with a world
+mask: time, ctrl, act, warm start and applied forces cleared), writes their
+qpos/qvel and runs forward; other worlds' state stays bit-identical.
+
+Snapshots: `get_physics_state()` rows are [time, qpos, qvel, act,
+qacc_warmstart] in float32, the engine's own precision, so a restore is exact.
+
+DR terms write per-world model fields: the first write of a term replaces the
+field's shared row by one row per world (and recaptures the graphs); terms that
+feed MuJoCo's derived constants (mass, with inertia scaled; COM; armature) then
+rerun `mjw.set_const`, whose outputs (subtree mass, inverse weights,
+actuator_acc0) are per world too. No term needs declaring at construction.
+
+Determinism: on the CPU device the kernels run serially, and trajectories are
+bit-identical run to run (declared deterministic). On CUDA, contact and
+constraint rows are gathered with atomics in an order that varies, so results
+agree only to float32 tolerance (declared not deterministic).
+
+pop_diverged flags worlds whose qpos, qvel or qacc is non-finite or beyond
+MuJoCo's 1e10 (where MuJoCo's CPU engine would have reset them); MuJoCo Warp
+does not reset them itself, so the flag stays until the env resets the world.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from unienv.backends.base import (
+    BodyViews,
+    Capabilities,
+    DRTerm,
+    SceneInfo,
+    SimBackend,
+    load_mjmodel,
+)
+from unienv.errors import ArgumentError, CapabilityError
+
+_MAXVAL = 1e10  # MuJoCo's mjMAXVAL: beyond it the CPU engine warns and resets
+
+# DR term -> (object holding the field: "m" or "opt", field name, whether set_const must follow)
+_FIELDS = {
+    "body_mass": ("m", "body_mass", True),
+    "body_com": ("m", "body_ipos", True),
+    "geom_friction": ("m", "geom_friction", False),
+    "dof_damping": ("m", "dof_damping", False),
+    "dof_armature": ("m", "dof_armature", True),
+    "dof_frictionloss": ("m", "dof_frictionloss", False),
+    "actuator_kp": ("m", "actuator_gainprm", False),
+    "actuator_kd": ("m", "actuator_biasprm", False),
+    "gravity": ("opt", "gravity", False),
+}
+# model fields that mjw.set_const writes from the DR'd ones: made per world before it runs
+_SET_CONST_OUTPUTS = (
+    "body_subtreemass",
+    "body_invweight0",
+    "dof_invweight0",
+    "tendon_invweight0",
+    "actuator_acc0",
+)
+
+_INSTALL_HINT = "install it with: pip install 'unienv[mjwarp]'"
+_NO_CUDA = (
+    "backend='mjwarp' needs a CUDA GPU; found none (torch.cuda.is_available() is False) — "
+    "use backend='mujoco' on the CPU"
+)
+
+
+def _import_engine() -> tuple[Any, Any]:
+    """warp and mujoco_warp, or a ModuleNotFoundError that says how to install them."""
+    try:
+        wp = importlib.import_module("warp")
+        mjw = importlib.import_module("mujoco_warp")
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            f"backend='mjwarp' needs the {e.name!r} package, which is not installed; {_INSTALL_HINT}",
+            name=e.name,
+        ) from e
+    return wp, mjw
+
+
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    """The torch device the worlds live on: CUDA by default, or Warp's CPU device."""
+    try:
+        dev = torch.device("cuda" if device is None else device)
+    except (RuntimeError, TypeError) as e:
+        raise ArgumentError(f"device: expected None, 'cuda', 'cuda:<k>' or 'cpu', got {device!r}") from e
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.type != "cuda":
+        raise ArgumentError(f"device: expected None, 'cuda', 'cuda:<k>' or 'cpu', got {device!r}")
+    if not torch.cuda.is_available():
+        raise CapabilityError(_NO_CUDA)
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if not 0 <= index < torch.cuda.device_count():
+        raise ArgumentError(
+            f"device: expected a CUDA device index in [0, {torch.cuda.device_count()}), got {device!r}"
+        )
+    return torch.device("cuda", index)
+
+
+class MjwarpBackend(SimBackend):
+    """Batched MuJoCo Warp, one world per env; see the module docstring."""
+
+    name = "mjwarp"
+
+    def __init__(
+        self,
+        scene: str | os.PathLike,
+        num_envs: int,
+        sim_dt: float,
+        *,
+        device: str | torch.device | None = None,
+        randomize=(),
+        nconmax: int | None = None,
+        njmax: int | None = None,
+    ):
+        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        for arg, value in (("nconmax", nconmax), ("njmax", njmax)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ArgumentError(f"{arg}: expected a positive int or None, got {value!r}")
+        self._wp, self._mjw = wp, _ = _import_engine()
+        self.device = _resolve_device(device)
+        wp.config.quiet = True
+        wp.init()
+        if self.device.type == "cpu" and not wp.is_cpu_available():
+            raise CapabilityError(
+                "device: backend='mjwarp' on 'cpu' needs Warp's CPU kernels (warp-clang), which this "
+                "warp-lang install lacks; install the full wheel from PyPI, or use backend='mujoco' on the CPU"
+            )
+        self._wp_device = wp.get_device(str(self.device) if self.device.type == "cuda" else "cpu")
+        self.nconmax, self.njmax = nconmax, njmax
+        self.model = load_mjmodel(scene, sim_dt)
+        self.info = SceneInfo.from_mjmodel(self.model)
+        self._validate_randomize()
+
+    def get_capabilities(self) -> Capabilities:
+        return Capabilities(
+            backend="mjwarp",
+            device=str(self.device),
+            dtype=torch.float32,
+            deterministic=self.device.type == "cpu",
+            mj_fields=True,
+        )
+
+    # ---- lifecycle ----------------------------------------------------------
+
+    def _materialize(self) -> None:
+        wp, mjw = self._wp, self._mjw
+        with wp.ScopedDevice(self._wp_device):
+            self._m = m = mjw.put_model(self.model)
+            self._d = d = mjw.make_data(
+                self.model, nworld=self.num_envs, nconmax=self.nconmax, njmax=self.njmax
+            )
+            self._views = {name: wp.to_torch(getattr(d, name)) for name in ("time", "qpos", "qvel", "ctrl")}
+            self._out = {
+                name: wp.to_torch(getattr(d, name))
+                for name in (
+                    "act",
+                    "qacc",
+                    "qacc_warmstart",
+                    "xfrc_applied",
+                    "xpos",
+                    "xquat",
+                    "xipos",
+                    "cvel",
+                    "cdof",
+                    "cinert",
+                    "subtree_com",
+                    "sensordata",
+                    "cfrc_ext",
+                    "site_xpos",
+                    "qfrc_actuator",
+                    "qfrc_constraint",
+                )
+            }
+            self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+            self._wp_reset_mask = wp.from_torch(self._reset_mask)
+            mjw.forward(m, d)  # derived quantities at qpos0 before the first step
+        mj = self.model
+        self._root = torch.as_tensor(mj.body_rootid, dtype=torch.int64, device=self.device)
+        self._site_body = mj.site_bodyid.astype(np.int64)
+        self._dof_ancestor = torch.as_tensor(
+            self._m.body_isdofancestor.numpy()[:, : mj.nv] != 0, device=self.device
+        )  # (nbody, nv): the dofs that move each body
+        self._graphs: dict[Any, Any] = {}
+        self._fresh = True  # derived quantities describe the current state
+        self._wrench_pending = False
+        self._stream = None
+        if self.device.type == "cuda":
+            self._stream = wp.get_stream(self._wp_device)
+
+    def _close(self) -> None:
+        self._graphs.clear()
+        del self._views, self._out, self._d, self._m
+
+    # ---- running engine work ------------------------------------------------
+
+    def _run(self, key: Any, work) -> None:
+        """Run `work()` (Warp launches) on the device, as a CUDA graph captured once per key.
+
+        On CUDA, the Warp stream waits for torch's current stream before and torch's
+        stream waits for the Warp stream after, so torch reads and writes of the views
+        are ordered with the engine's without a host sync.
+        """
+        wp = self._wp
+        if self._stream is None:  # Warp's CPU device: plain launches
+            with wp.ScopedDevice(self._wp_device):
+                work()
+            return
+        torch_stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+        self._stream.wait_stream(torch_stream)
+        with wp.ScopedDevice(self._wp_device):
+            graph = self._graphs.get(key)
+            if graph is None:
+                if key is None:
+                    work()
+                else:
+                    with wp.ScopedCapture(device=self._wp_device, stream=self._stream) as capture:
+                        work()
+                    self._graphs[key] = graph = capture.graph
+            if graph is not None:
+                wp.capture_launch(graph, stream=self._stream)
+        torch_stream.wait_stream(self._stream)
+
+    def _steps(self, nsteps: int):
+        m, d, step = self._m, self._d, self._mjw.step
+
+        def work() -> None:
+            for _ in range(nsteps):
+                step(m, d)
+
+        return work
+
+    def _forward_work(self) -> None:
+        self._mjw.forward(self._m, self._d)
+        self._mjw._src.smooth.rne_postconstraint(self._m, self._d)
+
+    def _refresh(self) -> None:
+        """Bring derived quantities to the current state (once per step)."""
+        if not self._fresh:
+            self._run("forward", self._forward_work)
+            self._fresh = True
+
+    # ---- hot path -----------------------------------------------------------
+
+    def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
+        self._views["ctrl"].copy_(ctrl)
+        self._run(("step", nsteps), self._steps(nsteps))
+        self._fresh = False
+        if self._wrench_pending:
+            self._out["xfrc_applied"].zero_()
+            self._wrench_pending = False
+
+    def _state_views(self) -> Mapping[str, torch.Tensor]:
+        return self._views
+
+    def _pop_diverged(self) -> torch.Tensor:
+        bad = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        for x in (self._views["qpos"], self._views["qvel"], self._out["qacc"]):
+            bad |= ~(x.abs() <= _MAXVAL).all(1)  # NaN compares False
+        return bad
+
+    def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        rows = ids.to(self.device)
+        self._reset_mask.zero_()
+        self._reset_mask[rows] = True
+        self._run(None, lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
+        self._views["qpos"][rows] = qpos.to(torch.float32)
+        self._views["qvel"][rows] = qvel.to(torch.float32)
+        self._fresh = False
+        self._refresh()
+
+    def _body_views(self, body_ids: np.ndarray) -> BodyViews:
+        self._refresh()
+        o, ids = self._out, torch.as_tensor(body_ids, device=self.device)
+        pos = o["xpos"][:, ids]
+        cvel = o["cvel"][:, ids]
+        ang = cvel[..., :3]
+        # cvel is the spatial velocity at the root's subtree COM; move it to the body origin
+        com = o["subtree_com"][:, self._root[ids]]
+        lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - com, dim=-1)
+        return BodyViews(pos.clone(), o["xquat"][:, ids].clone(), lin, ang.clone())
+
+    def _sensor_view(self, sensor_id: int) -> torch.Tensor:
+        self._refresh()
+        adr, dim = int(self.info.sensor_adr[sensor_id]), int(self.info.sensor_dim[sensor_id])
+        return self._out["sensordata"][:, adr : adr + dim]
+
+    def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
+        self._refresh()  # after a step the applied wrench is cleared: cfrc_ext is contact only
+        return self._out["cfrc_ext"][:, torch.as_tensor(body_ids, device=self.device), 3:].clone()
+
+    def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self._refresh()
+        o, body = self._out, int(self._site_body[site_id])
+        mask = self._dof_ancestor[body].to(torch.float32)  # (nv,)
+        cdof = o["cdof"]  # (N, nv, 6) [rot, lin] at the root's subtree COM
+        offset = o["site_xpos"][:, site_id] - o["subtree_com"][:, int(self.model.body_rootid[body])]
+        ang = cdof[..., :3]
+        lin = cdof[..., 3:] + torch.linalg.cross(ang, offset[:, None, :].expand_as(ang), dim=-1)
+        return (lin * mask[:, None]).transpose(1, 2).contiguous(), (ang * mask[:, None]).transpose(
+            1, 2
+        ).contiguous()
+
+    def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
+        xfrc, ids = self._out["xfrc_applied"], torch.as_tensor(body_ids, device=self.device)
+        xfrc.zero_()
+        xfrc[:, ids, :3] = force.to(torch.float32)
+        xfrc[:, ids, 3:] = torque.to(torch.float32)
+        self._wrench_pending = True
+
+    def _mj_field(self, name: str) -> torch.Tensor:
+        self._refresh()
+        values = self._out[name]
+        if name == "site_xpos":
+            values = values[:, : len(self.info.names["site"])]
+        return values.to(torch.float64)
+
+    # ---- snapshots ----------------------------------------------------------
+
+    @property
+    def physics_state_size(self) -> int:
+        m = self.model
+        return 1 + m.nq + m.nv + m.na + m.nv
+
+    def _get_physics_state(self) -> torch.Tensor:
+        v, o = self._views, self._out
+        return torch.cat([v["time"][:, None], v["qpos"], v["qvel"], o["act"], o["qacc_warmstart"]], 1)
+
+    def _set_physics_state(self, ids: torch.Tensor, state: torch.Tensor) -> None:
+        rows, x = ids.to(self.device), state.to(self.device, torch.float32)
+        v, o, nq, nv, na = self._views, self._out, self.nq, self.nv, self.model.na
+        v["time"][rows] = x[:, 0]
+        v["qpos"][rows] = x[:, 1 : 1 + nq]
+        v["qvel"][rows] = x[:, 1 + nq : 1 + nq + nv]
+        start = 1 + nq + nv
+        for field, width in (("act", na), ("qacc_warmstart", nv)):
+            o[field][rows] = x[:, start : start + width] if x.shape[1] > start else 0.0
+            start += width
+        self._fresh = False
+        self._refresh()
+
+    # ---- domain randomization ----------------------------------------------
+
+    def _dr_terms(self) -> Mapping[str, DRTerm]:
+        m = self.model
+        return {
+            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
+            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame"),
+            "geom_friction": DRTerm(
+                "geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0
+            ),
+            "dof_damping": DRTerm("dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", minimum=0.0),
+            "dof_armature": DRTerm("dof_armature", "dof", (m.nv,), "kg or kg*m^2", minimum=0.0),
+            "dof_frictionloss": DRTerm("dof_frictionloss", "dof", (m.nv,), "N or N*m", minimum=0.0),
+            "actuator_kp": DRTerm(
+                "actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0
+            ),
+            "actuator_kd": DRTerm("actuator_kd", "actuator", (m.nu,), "velocity feedback gain", minimum=0.0),
+            "gravity": DRTerm("gravity", "", (3,), "m/s^2"),
+        }
+
+    def _model_values(self, term: str, field: torch.Tensor | np.ndarray):
+        """A DR term's values out of its model field (any leading dims)."""
+        if term == "actuator_kp":
+            return field[..., 0]
+        if term == "actuator_kd":
+            return -field[..., 2]
+        return field
+
+    def _dr_default(self, term: str) -> torch.Tensor:
+        holder, field, _ = _FIELDS[term]
+        value = np.asarray(getattr(self.model.opt if holder == "opt" else self.model, field))
+        return torch.from_numpy(np.array(self._model_values(term, value), dtype=np.float64))
+
+    def _field(self, term_or_field: str, holder: str = "m") -> torch.Tensor:
+        """torch view (rows, ...) of a Warp model field; rows is 1 (shared) or num_envs."""
+        obj = self._m.opt if holder == "opt" else self._m
+        return self._wp.to_torch(getattr(obj, term_or_field))
+
+    def _expand(self, field: str, holder: str = "m") -> torch.Tensor:
+        """Make a model field per world (one row per env), and return its torch view."""
+        wp = self._wp
+        obj = self._m.opt if holder == "opt" else self._m
+        array = getattr(obj, field)
+        if array.shape[0] != self.num_envs:
+            host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
+            setattr(obj, field, wp.array(host, dtype=array.dtype, device=self._wp_device))
+            self._graphs.clear()  # captured graphs hold the old array
+        return self._field(field, holder)
+
+    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
+        holder, field, _ = _FIELDS[term]
+        values = self._field(field, holder)
+        if values.shape[0] == 1:
+            values = values.expand(self.num_envs, *values.shape[1:])
+        picked = self._model_values(term, values[ids.to(self.device)])
+        return picked.to("cpu", torch.float64)
+
+    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
+        holder, field, setconst = _FIELDS[term]
+        rows, x = ids.to(self.device), values.to(self.device, torch.float32)
+        if term == "body_mass":
+            default = torch.as_tensor(self.model.body_mass, dtype=torch.float32, device=self.device)
+            ratio = torch.where(default > 0, x / default.clamp_min(1e-30), torch.ones_like(x))
+            inertia = torch.as_tensor(self.model.body_inertia, dtype=torch.float32, device=self.device)
+            self._expand("body_inertia")[rows] = inertia * ratio[..., None]
+            self._expand(field)[rows] = x
+        elif term == "actuator_kp":
+            gain, bias = self._expand("actuator_gainprm"), self._expand("actuator_biasprm")
+            gain[rows, :, 0] = x
+            servo = np.flatnonzero(self.model.actuator_biastype == 1)  # mjBIAS_AFFINE: a servo's -kp
+            if servo.size:
+                s = torch.as_tensor(servo, device=self.device)
+                bias[rows[:, None], s, 1] = -x[:, s]
+        elif term == "actuator_kd":
+            self._expand(field)[rows, :, 2] = -x
+        else:
+            self._expand(field, holder)[rows] = x
+        if setconst:
+            for out in _SET_CONST_OUTPUTS:
+                if getattr(self._m, out).shape[0] == 1 and getattr(self._m, out).size:
+                    self._expand(out)
+            self._run(None, lambda: self._mjw.set_const(self._m, self._d))
+        self._fresh = False
+        self._refresh()  # derived quantities follow the new model at once
