@@ -61,9 +61,9 @@ class Ant(Task):
         self.healthy_z_range = tuple(healthy_z_range)
         self.contact_force_range = tuple(contact_force_range)
         self.reset_noise_scale = reset_noise_scale
-        self.cfrc_ext = include_cfrc_ext_in_observation
-        self.requires = ("mj_fields",) if self.cfrc_ext else ("contact_forces",)
-        dim = 27 + 78 * self.cfrc_ext
+        self.include_cfrc_ext_in_observation = include_cfrc_ext_in_observation
+        self.requires = ("mj_fields",) if self.include_cfrc_ext_in_observation else ("contact_forces",)
+        dim = 27 + 78 * self.include_cfrc_ext_in_observation
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
 
     def setup(self, backend):
@@ -78,7 +78,7 @@ class Ant(Task):
 
     def contact(self, backend):
         """Clipped contact wrenches (N, 13, 6), or net contact forces (N, 13, 3)."""
-        if self.cfrc_ext:
+        if self.include_cfrc_ext_in_observation:
             wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
         else:
             wrench = backend.get_contact_forces(self.bodies)
@@ -88,7 +88,7 @@ class Ant(Task):
         s = backend.get_state_views()
         self.x = s["qpos"][:, 0].clone()
         obs = [s["qpos"][:, 2:], s["qvel"]]
-        if self.cfrc_ext:
+        if self.include_cfrc_ext_in_observation:
             obs.append(self.contact(backend).flatten(1))
         return torch.cat(obs, dim=1)
 

@@ -1,0 +1,100 @@
+"""Reach: move the end effector of a 7-DoF arm (assets/arm7.xml) to a target point.
+
+The arm's joints are driven by the scene's position servos. Action (7): joint
+position targets, [-1, 1] mapped onto each servo's control range. The target
+is sampled per episode, uniformly in a box of the workspace in front of the
+arm (`target_box`, metres, world frame). Observation (23): joint positions (7),
+joint velocities (7), the end-effector site "ee" position (3), the target (3)
+and target minus ee (3). Reward terms: distance (-|ee - target|), precision
+(exp(-|ee - target|^2 / 0.05^2)) and joint speed (-1e-3 |qdot|^2): the reward
+is maximal, 1, at the target at rest. Never terminates; truncated after
+`episode_length_s`. Reset: the "home" pose plus U(-0.1, 0.1) rad per joint, at
+rest. Needs body views only: the ee is link7's frame moved by EE_OFFSET, where
+arm7.xml puts the site (a test checks it against MuJoCo's site position).
+"""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import torch
+from unienv.tasks import require
+
+from unienv.task import Task
+
+EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
+
+
+def rotate(quat: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """v (N, 3) rotated by the quaternions quat (N, 4) wxyz."""
+    w, u = quat[:, :1], quat[:, 1:]
+    return v * (2 * w**2 - 1) + 2 * w * torch.linalg.cross(u, v, dim=1) + 2 * u * (u * v).sum(1, keepdim=True)
+
+
+class Reach(Task):
+    name = "reach"
+    scene = os.path.join(os.path.dirname(__file__), "assets", "arm7.xml")
+    sim_dt = 0.002
+    decimation = 10
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (7,), np.float32)
+    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (23,), np.float32)
+    camera = {"distance": 2.5, "azimuth": 135.0, "elevation": -25.0, "lookat": (0.3, 0.0, 0.5)}
+    requires = ("body_views",)
+
+    def __init__(
+        self,
+        episode_length_s: float = 4.0,
+        target_box: tuple = ((0.3, -0.4, 0.2), (0.7, 0.4, 0.8)),
+        distance_weight: float = 1.0,
+        precision_weight: float = 1.0,
+        precision_scale: float = 0.05,
+        joint_speed_weight: float = 1e-3,
+    ):
+        self.episode_length_s = episode_length_s
+        self.target_box = tuple(tuple(float(x) for x in corner) for corner in target_box)
+        self.distance_weight = distance_weight
+        self.precision_weight = precision_weight
+        self.precision_scale = precision_scale
+        self.joint_speed_weight = joint_speed_weight
+
+    def setup(self, backend):
+        require(self, backend)
+        backend.find("site", "ee")  # the scene must have it
+        n, dev, info = backend.num_envs, backend.device, backend.info
+        self.link7 = backend.find("body", "link7")
+        self.home = torch.as_tensor(info.keyframes["home"], device=dev)
+        low, high = torch.as_tensor(info.ctrl_range, device=dev).T
+        self.ctrl_mid, self.ctrl_half = (high + low) / 2, (high - low) / 2
+        self.offset = torch.tensor(EE_OFFSET, dtype=torch.float64, device=dev)
+        self.nv = backend.nv
+        self.target = torch.zeros(n, 3, dtype=torch.float64, device=dev)
+
+    def action_to_ctrl(self, action):
+        return self.ctrl_mid + self.ctrl_half * action.to(torch.float64)
+
+    def ee(self, backend):
+        b = backend.get_body_views(self.link7)
+        quat = b.quat[:, 0].to(torch.float64)
+        return b.pos[:, 0].to(torch.float64) + rotate(quat, self.offset.expand(len(quat), 3))
+
+    def observe(self, backend):
+        s, ee = backend.get_state_views(), self.ee(backend)
+        return torch.cat((s["qpos"], s["qvel"], ee, self.target, self.target - ee), dim=1)
+
+    def reward(self, backend, action):
+        distance = (self.ee(backend) - self.target).norm(dim=1)
+        terms = {
+            "distance": -self.distance_weight * distance,
+            "precision": self.precision_weight * torch.exp(-((distance / self.precision_scale) ** 2)),
+            "joint_speed": -self.joint_speed_weight * (backend.get_state_views()["qvel"] ** 2).sum(1),
+        }
+        return sum(terms.values()), terms
+
+    def terminated(self, backend):
+        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+
+    def reset_state(self, env_ids, rng):
+        low, high = (torch.tensor(c, dtype=torch.float64, device=self.home.device) for c in self.target_box)
+        self.target[env_ids.to(self.home.device)] = rng.uniform((3,), low, high)
+        qpos = self.home + rng.uniform(tuple(self.home.shape), -0.1, 0.1)
+        return qpos, torch.zeros(len(env_ids), self.nv, dtype=torch.float64, device=self.home.device)
