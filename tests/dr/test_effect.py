@@ -124,9 +124,8 @@ def test_armature_slows_a_driven_pole(make_env):
 def test_frictionloss_resists_a_small_torque(make_env):
     env = make_env(
         {"fl": {"param": "dof_frictionloss", "objects": "hinge", "range": [0.0, 1.0], "operation": "abs"}},
-        num_envs=8,
     )
-    free = make_env({}, num_envs=8)  # no friction loss on the hinge
+    free = make_env({})  # no friction loss on the hinge
     loss = env.dr_params()["fl"][:, 0]
 
     def hinge_acceleration(e):
@@ -199,8 +198,8 @@ def test_servo_gains_set_force(make_env):
     assert bool((acc[order, SLIDER_V].diff() < 0).all()), (kd, acc[:, SLIDER_V])
 
 
-def test_latency_delays_the_first_response_by_k_steps(make_env):
-    env = make_env({"lat": {"param": "action_latency", "range": [0, 3]}}, num_envs=8)
+def test_latency_delays_the_first_response_by_k_steps(make_mujoco_env):
+    env = make_mujoco_env({"lat": {"param": "action_latency", "range": [0, 3]}}, num_envs=8)
     delay = env.dr_params()["lat"][:, 0]
     assert set(delay.tolist()) == {0, 1, 2, 3}, delay  # with 8 envs each delay shows up here
     action = torch.zeros(env.num_envs, 2)
@@ -227,9 +226,9 @@ def test_push_changes_root_velocity_by_the_commanded_amount(make_env):
     assert torch.equal(state(pushed)[1][:, 3:6], state(twin)[1][:, 3:6])  # at the COM: no spin
 
 
-def test_obs_noise_has_the_configured_std(make_env, backend_name):
+def test_obs_noise_has_the_configured_std(make_mujoco_env):
     std, bias = 0.05, 0.1
-    env = make_env(
+    env = make_mujoco_env(
         {"noise": {"param": "obs_noise", "distribution": "gaussian", "std": std, "bias": bias}}, num_envs=64
     )
     noise = []
@@ -245,8 +244,10 @@ def test_obs_noise_has_the_configured_std(make_env, backend_name):
     assert abs(float(episode_bias.std()) / (bias / math.sqrt(3)) - 1) < 0.1  # uniform [-b, b]: 1088 draws
 
 
-def test_uniform_obs_noise_on_an_index_range(make_env):
-    env = make_env({"noise": {"param": "obs_noise", "range": [-0.2, 0.2], "indices": [9, 17]}}, num_envs=64)
+def test_uniform_obs_noise_on_an_index_range(make_mujoco_env):
+    env = make_mujoco_env(
+        {"noise": {"param": "obs_noise", "range": [-0.2, 0.2], "indices": [9, 17]}}, num_envs=64
+    )
     obs, *_ = env.step(torch.zeros(64, 2))
     noise = obs - env.task.observe(env.backend)
     assert torch.equal(noise[:, :9], torch.zeros_like(noise[:, :9]))  # qpos columns untouched
@@ -254,8 +255,10 @@ def test_uniform_obs_noise_on_an_index_range(make_env):
     assert abs(float(noise[:, 9:].std()) / (0.4 / math.sqrt(12)) - 1) < 0.1
 
 
-def test_init_state_adds_to_the_task_reset(make_env):
-    env = make_env({"v": {"param": "init_state", "field": "qvel", "objects": "hinge", "range": [-1.0, 1.0]}})
+def test_init_state_adds_to_the_task_reset(make_mujoco_env):
+    env = make_mujoco_env(
+        {"v": {"param": "init_state", "field": "qvel", "objects": "hinge", "range": [-1.0, 1.0]}}
+    )
     qvel = state(env)[1]
     assert torch.equal(qvel[:, HINGE_V], env.dr_params()["v"][:, 0])  # the task's reset qvel is zero
     assert torch.equal(qvel[:, :HINGE_V], torch.zeros_like(qvel[:, :HINGE_V]))
