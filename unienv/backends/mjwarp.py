@@ -49,7 +49,7 @@ agree only to float32 tolerance (declared not deterministic).
 
 pop_diverged flags worlds whose qpos, qvel or qacc is non-finite or beyond
 MuJoCo's 1e10 (where MuJoCo's CPU engine would have reset them); MuJoCo Warp
-does not reset them itself, so the flag stays until the env resets the world.
+does not reset them itself, so a world is flagged by the first call after a step that finds it so, and again by later ones until the env resets it.
 """
 
 from __future__ import annotations
@@ -222,7 +222,9 @@ class MjwarpBackend(SimBackend):
         self._graphs: dict[Any, Any] = {}
         self._fresh = True  # derived quantities describe the current state
         self._wrench_pending = False
+        self._stepped = False  # a step ran since the last pop_diverged
         self._stream = None
+        self._torch_streams: dict[int, Any] = {}  # torch stream handle -> its Warp stream
         if self.device.type == "cuda":
             self._stream = wp.get_stream(self._wp_device)
 
@@ -233,31 +235,34 @@ class MjwarpBackend(SimBackend):
     # ---- running engine work ------------------------------------------------
 
     def _run(self, key: Any, work) -> None:
-        """Run `work()` (Warp launches) on the device, as a CUDA graph captured once per key.
+        """Run `work()` (Warp launches) on the device, as a graph captured once per key.
 
-        On CUDA, the Warp stream waits for torch's current stream before and torch's
-        stream waits for the Warp stream after, so torch reads and writes of the views
-        are ordered with the engine's without a host sync.
+        Warp records graphs on CUDA and on its CPU device alike (a CPU graph replays
+        its launches in C++, without Python). On CUDA the Warp stream waits for
+        torch's current stream before, and torch's stream for the Warp stream after,
+        so torch's reads and writes of the views are ordered with the engine's
+        without a host sync. key=None runs `work()` uncaptured.
         """
         wp = self._wp
-        if self._stream is None:  # Warp's CPU device: plain launches
-            with wp.ScopedDevice(self._wp_device):
-                work()
-            return
-        torch_stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
-        self._stream.wait_stream(torch_stream)
+        torch_stream = None
+        if self._stream is not None:
+            torch_stream = self._torch_streams.get(torch.cuda.current_stream(self.device).cuda_stream)
+            if torch_stream is None:
+                torch_stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+                self._torch_streams[torch.cuda.current_stream(self.device).cuda_stream] = torch_stream
+            self._stream.wait_stream(torch_stream)
         with wp.ScopedDevice(self._wp_device):
-            graph = self._graphs.get(key)
-            if graph is None:
-                if key is None:
-                    work()
-                else:
+            if key is None:
+                work()
+            else:
+                graph = self._graphs.get(key)
+                if graph is None:
                     with wp.ScopedCapture(device=self._wp_device, stream=self._stream) as capture:
                         work()
                     self._graphs[key] = graph = capture.graph
-            if graph is not None:
                 wp.capture_launch(graph, stream=self._stream)
-        torch_stream.wait_stream(self._stream)
+        if torch_stream is not None:
+            torch_stream.wait_stream(self._stream)
 
     def _steps(self, nsteps: int):
         m, d, step = self._m, self._d, self._mjw.step
@@ -284,6 +289,7 @@ class MjwarpBackend(SimBackend):
         self._views["ctrl"].copy_(ctrl)
         self._run(("step", nsteps), self._steps(nsteps))
         self._fresh = False
+        self._stepped = True
         if self._wrench_pending:
             self._out["xfrc_applied"].zero_()
             self._wrench_pending = False
@@ -293,6 +299,9 @@ class MjwarpBackend(SimBackend):
 
     def _pop_diverged(self) -> torch.Tensor:
         bad = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        if not self._stepped:  # a state written since the last call has not diverged yet
+            return bad
+        self._stepped = False
         for x in (self._views["qpos"], self._views["qvel"], self._out["qacc"]):
             bad |= ~(x.abs() <= _MAXVAL).all(1)  # NaN compares False
         return bad
@@ -408,7 +417,9 @@ class MjwarpBackend(SimBackend):
     def _dr_default(self, term: str) -> torch.Tensor:
         holder, field, _ = _FIELDS[term]
         value = np.asarray(getattr(self.model.opt if holder == "opt" else self.model, field))
-        return torch.from_numpy(np.array(self._model_values(term, value), dtype=np.float64))
+        # as the engine holds it: compiled in float64, stored in float32
+        value = np.asarray(self._model_values(term, value), dtype=np.float32)
+        return torch.from_numpy(value.astype(np.float64))
 
     def _field(self, term_or_field: str, holder: str = "m") -> torch.Tensor:
         """torch view (rows, ...) of a Warp model field; rows is 1 (shared) or num_envs."""
