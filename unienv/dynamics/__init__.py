@@ -19,8 +19,16 @@ actuators, contacts and constraints are the simulator's, not part of these terms
 squares (base parameters, a conditioning check, optionally physically consistent values).
 """
 
+from unienv.dynamics.identify import IdentificationResult, PoorExcitationError, identify
 from unienv.dynamics.model import DynamicsModel
 from unienv.dynamics.mujoco_model import MujocoDynamics
 from unienv.dynamics.pinocchio_model import PinocchioDynamics
 
-__all__ = ["DynamicsModel", "MujocoDynamics", "PinocchioDynamics"]
+__all__ = [
+    "DynamicsModel",
+    "IdentificationResult",
+    "MujocoDynamics",
+    "PinocchioDynamics",
+    "PoorExcitationError",
+    "identify",
+]

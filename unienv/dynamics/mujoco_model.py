@@ -124,19 +124,18 @@ class MujocoDynamics(DynamicsModel):
         mujoco.mj_fwdPosition(m, d)
         mujoco.mj_fwdVelocity(m, d)  # cvel, cdof_dot
         mujoco.mj_rnePostConstraint(m, d)  # cacc from qacc = a
-        out = np.zeros((self.nv, self.num_parameters))
-        vel, acc = np.zeros(6), np.zeros(6)
-        jacp, jacr = np.zeros((3, self.nv)), np.zeros((3, self.nv))
+        nb = m.nbody - 1
+        vel, acc = np.zeros((nb, 6)), np.zeros((nb, 6))
+        jac = np.zeros((nb, 6, self.nv))
         for b in range(1, m.nbody):
-            mujoco.mj_objectVelocity(m, d, _XBODY, b, vel, 1)
-            mujoco.mj_objectAcceleration(m, d, _XBODY, b, acc, 1)
-            omega, lin = vel[:3], vel[3:]
-            y_b = spatial.body_regressor(omega, lin, acc[:3], acc[3:] - np.cross(omega, lin))
-            mujoco.mj_jacBody(m, d, jacp, jacr, b)
-            rot = d.xmat[b].reshape(3, 3)
-            jac_b = np.concatenate([rot.T @ jacp, rot.T @ jacr])
-            out[:, 10 * (b - 1) : 10 * b] = jac_b.T @ y_b
-        return out
+            mujoco.mj_objectVelocity(m, d, _XBODY, b, vel[b - 1], 1)
+            mujoco.mj_objectAcceleration(m, d, _XBODY, b, acc[b - 1], 1)
+            mujoco.mj_jacBody(m, d, jac[b - 1, :3], jac[b - 1, 3:], b)
+        rot_t = d.xmat[1:].reshape(nb, 3, 3).transpose(0, 2, 1)
+        jac = np.concatenate([rot_t @ jac[:, :3], rot_t @ jac[:, 3:]], axis=1)  # body frame
+        omega, lin = vel[:, :3], vel[:, 3:]
+        y_b = spatial.body_regressor(omega, lin, acc[:, :3], acc[:, 3:] - np.cross(omega, lin))
+        return np.einsum("bkv,bkp->vbp", jac, y_b).reshape(self.nv, 10 * nb)
 
     def inertial_parameters(self) -> np.ndarray:
         """theta from MuJoCo's compiled body_mass, body_ipos, body_iquat and body_inertia."""
