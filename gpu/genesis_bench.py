@@ -57,7 +57,7 @@ def raw_loop(backend, decimation: int):
         profiling_options=gs.options.ProfilingOptions(show_FPS=False),
         show_viewer=False,
     )
-    robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None))
+    robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
     scene.build(n_envs=backend.num_envs)
     dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
     ctrl = torch.rand(backend.num_envs, len(dofs), device=gs.device, dtype=gs.tc_float) * 2 - 1

@@ -87,6 +87,8 @@ _BATCH_FLAG = {
     "gravity": None,
 }
 
+_MAXVAL = 1e10  # MuJoCo's mjMAXVAL: a larger qpos or qvel entry is a diverged simulation
+
 _INTEGRATORS = {"euler": "Euler", "implicitfast": "implicitfast"}
 # MuJoCo's integrator (mjtIntegrator) -> the closest Genesis has
 _FROM_MUJOCO = {
@@ -260,7 +262,9 @@ class GenesisBackend(SimBackend):
             profiling_options=gs.options.ProfilingOptions(show_FPS=False),
             show_viewer=False,
         )
-        self._entity = self._scene.add_entity(gs.morphs.MJCF(file=self.scene, default_armature=None))
+        self._entity = self._scene.add_entity(
+            gs.morphs.MJCF(file=self.scene, default_armature=None, align=False)
+        )
         self._scene.build(n_envs=self.num_envs)
         self._solver = sol = self._entity._solver
         self._map_layout()
@@ -470,7 +474,7 @@ class GenesisBackend(SimBackend):
         if len(links):
             mask = rows[:, None, None].to(force.dtype)
             sol.apply_links_external_wrench(
-                force * mask, torque * mask, links, ref=gs.link_ref_frame.link_com
+                force * mask, torque * mask, links, ref=gs.link_ref_frame.link_COM
             )
 
     # ---- snapshots ----------------------------------------------------------
@@ -509,9 +513,12 @@ class GenesisBackend(SimBackend):
                 start += width
 
     def _pop_diverged(self) -> torch.Tensor:
-        """Non-finite state, or an env Genesis flagged (its errno); the flags are cleared."""
+        """Envs whose state is non-finite or beyond MuJoCo's mjMAXVAL (1e10), where MuJoCo's own
+        check would reset them (Genesis carries on with huge finite values), or that Genesis
+        flagged in its errno; the errno flags are cleared."""
         errno = qd_to_torch(self._solver._errno, copy=False)
-        diverged = super()._pop_diverged() | (errno != 0)
+        big = (self._qpos.abs() > _MAXVAL).any(1) | (self._qvel.abs() > _MAXVAL).any(1)
+        diverged = super()._pop_diverged() | big | (errno != 0)
         errno.zero_()
         return diverged
 
