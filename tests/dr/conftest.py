@@ -79,9 +79,6 @@ def backend_name(request):
 # effects the genesis backend (unienv/backends/genesis.py, as of this writing) does not
 # produce yet; non-strict, so each passes again once the backend does
 GENESIS_KNOWN = {
-    "test_heavier_pole_needs_more_holding_torque": "genesis refuses to write the inertia of the free "
-    "'box' link (aligned to its principal axes), so no body_mass row can be written on this scene",
-    "test_com_moves_the_holding_torque": "genesis refuses to write the COM of the free 'box' link",
     "test_frictionloss_resists_a_small_torque": "dof_frictionloss is stored but changes no acceleration",
     "test_push_changes_root_velocity_by_the_commanded_amount": "apply_body_wrench uses "
     "gs.link_ref_frame.link_com, which genesis 1.4.5 lacks",
