@@ -48,7 +48,40 @@ def raw_mujoco(
     return step
 
 
-RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {"mujoco": raw_mujoco}
+def raw_mjwarp(
+    scene: str, sim_dt: float, num_envs: int, decimation: int, device: str | None
+) -> Callable[[], None]:
+    """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
+    import mujoco
+    import mujoco_warp as mjw
+    import warp as wp
+
+    model = mujoco.MjModel.from_xml_path(scene)
+    model.opt.timestep = sim_dt
+    wp.config.quiet = True
+    wp_device = wp.get_device(device or "cuda")
+    with wp.ScopedDevice(wp_device):
+        m = mjw.put_model(model)
+        d = mjw.make_data(model, nworld=num_envs)
+        ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        u = torch.empty_like(ctrl).uniform_(-1, 1)
+        mjw.step(m, d)  # compile before capturing
+        with wp.ScopedCapture() as capture:
+            for _ in range(decimation):
+                mjw.step(m, d)
+    # launched on torch's stream, so the ctrl write and the qpos/qvel reads are ordered with it
+    stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
+
+    def step() -> None:
+        ctrl.copy_(u)
+        wp.capture_launch(capture.graph, stream=stream)
+        qpos.clone(), qvel.clone()
+        wp.synchronize_device(wp_device)  # as the backend's finiteness check of ctrl waits once a call
+
+    return step
+
+
+RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {"mujoco": raw_mujoco, "mjwarp": raw_mjwarp}
 
 
 def _rate(step: Callable[[], None], seconds: float) -> float:
