@@ -12,7 +12,9 @@ truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
 Needs the backend's `mj_fields`. Deliberate difference: v5 reads cinert, cvel,
 cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
 here they are at the state the env returns, as after mj_forward. The parity
-test compares with v5 refreshed by mj_forward. observe() records the COM that
+test compares with v5 refreshed by mj_forward (identical, trajectories
+unchanged); against unmodified v5 the cfrc_ext entries differ by hundreds of N
+and rewards by up to ~0.35 (contact and forward terms). observe() records the COM that
 the next reward() differences against (the env observes after every step and
 every reset).
 """

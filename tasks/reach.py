@@ -1,7 +1,8 @@
 """Reach: move the end effector of a 7-DoF arm (assets/arm7.xml) to a target point.
 
 The arm's joints are driven by the scene's position servos. Action (7): joint
-position targets, [-1, 1] mapped onto each servo's control range. The target
+position targets, [-1, 1] mapped onto each servo's control range (0 is the
+middle of every range: the arm upright). The target
 is sampled per episode, uniformly in a box of the workspace in front of the
 arm (`target_box`, metres, world frame). Observation (23): joint positions (7),
 joint velocities (7), the end-effector site "ee" position (3), the target (3)
