@@ -70,6 +70,8 @@ def main(cfg: DictConfig) -> None:
     device = cfg.device
     if world > 1 and device is not None and torch.device(device).type == "cuda":
         device = f"cuda:{local_rank}"
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed + rank)
     env = unienv.make(
         task,
@@ -91,7 +93,13 @@ def main(cfg: DictConfig) -> None:
     seconds = time.perf_counter() - start
     env_steps = cfg.train.iterations * runner_cfg["num_steps_per_env"] * cfg.num_envs * world
     env.close()
-    if world > 1:
+    if world > 1:  # one line per process: its env seeds, and a digest of its policy (equal on all ranks)
+        params = torch.cat([p.detach().flatten().cpu() for p in runner.alg.get_policy().parameters()])
+        print(
+            f"rank {rank}/{world}: envs seeded {cfg.seed + rank * cfg.num_envs}..{cfg.seed + (rank + 1) * cfg.num_envs - 1}"
+            f" on {vec_env.device}, policy digest {float(params.double().sum()):.10e}",
+            flush=True,
+        )
         torch.distributed.barrier()  # every process has finished its last update
     if rank != 0:
         return

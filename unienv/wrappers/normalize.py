@@ -12,8 +12,10 @@ whose outputs are torch tensors on a GPU. These two wrappers do the same job on 
   a value bootstrapped from them sees what the policy sees. The statistics are updated from the
   returned observations (the new episodes' first ones included), not from terminal ones.
 - `NormalizeReward`: reward -> reward / sqrt(var(G) + eps), where G is each env's discounted
-  return accumulated so far (G = gamma * G + reward, restarted at 0 after a done step), as
-  Gymnasium does; in NEXT_STEP mode the reset step after a done step is left out.
+  return accumulated so far: G = gamma * G + reward, restarted at 0 after a done step, as
+  OpenAI baselines' and SB3's VecNormalize do (Gymnasium's NormalizeReward also zeroes G inside a
+  terminating step, so it never counts an ended episode's full return). In NEXT_STEP mode the reset
+  step after a done step is left out.
   The returned episode statistics in info are left in the env's units.
 
 Set `update_running_mean = False` to freeze the statistics (evaluation). Both wrappers are
@@ -67,18 +69,20 @@ class NormalizeObservation(VectorWrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        return self._normalize(obs, update=True), info
+        if self.update_running_mean:
+            self.obs_rms.update(obs)
+        return self._normalize(obs), info
 
     def step(self, actions):
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        if "final_obs" in info:
-            info = dict(info)
-            info["final_obs"] = self._normalize(info["final_obs"], update=False)
-        return self._normalize(obs, update=True), reward, terminated, truncated, info
-
-    def _normalize(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
-        if update and self.update_running_mean:
+        if self.update_running_mean:
             self.obs_rms.update(obs)
+        if "final_obs" in info:  # the same statistics as obs, so a bootstrap sees what the policy sees
+            info = dict(info)
+            info["final_obs"] = self._normalize(info["final_obs"])
+        return self._normalize(obs), reward, terminated, truncated, info
+
+    def _normalize(self, obs: torch.Tensor) -> torch.Tensor:
         scale = torch.sqrt(self.obs_rms.var + self.epsilon)
         return ((obs - self.obs_rms.mean) / scale).to(obs.dtype)
 

@@ -1,0 +1,105 @@
+"""train.py end to end: cartpole balance learns to the maximum, play.py replays it; torchrun on 2 CPUs.
+
+Budget (cfg/train/ppo_cartpole.yaml): 256 envs x 32 steps x 50 PPO iterations = 409,600 env steps.
+Measured on the 2-core CI machine: ~30 s of training, ~45 s for train.py in all, ~90 s for this test.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import imageio.v2 as imageio
+import pytest
+
+import unienv
+from unienv.rollout import make_policy, rollout
+
+pytest.importorskip("rsl_rl")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAX_RETURN = 500.0  # cartpole balance: +1 per upright step, 500 steps
+
+
+def run(command, cwd, timeout=600):
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_cartpole_trains_to_the_maximum_and_play_replays_it(tmp_path):
+    policy = tmp_path / "policy.pt2"
+    out = run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "train.py"),
+            f"train.policy_path={policy}",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=tmp_path,
+    )
+    trained = re.search(
+        r"trained cartpole on mujoco x256 envs x1 processes: (\d+) env steps in ([\d.]+) s", out
+    )
+    assert trained and int(trained[1]) == 409_600, out[-2000:]
+    print(trained[0])
+    evaluated = re.search(r"eval: (\d+) episodes, return ([\d.]+)", out)
+    assert evaluated and float(evaluated[2]) > 0.95 * MAX_RETURN, out[-2000:]
+    assert list((tmp_path / "run").glob("events.out.tfevents.*"))  # TensorBoard in the Hydra run dir
+
+    # the saved policy, replayed deterministically on fresh seeds, keeps every pole up for a whole episode
+    env = unienv.make("cartpole", num_envs=16, seed=123)
+    stats = rollout(env, make_policy(str(policy), env), steps=500, progress=False)
+    env.close()
+    assert len(stats.lengths) == 16 and set(stats.lengths) == {500} and not any(stats.terminated)
+    assert sum(stats.returns) / 16 > 0.95 * MAX_RETURN
+
+    # play.py loads it, rolls a whole episode out and records it
+    video = tmp_path / "cartpole.mp4"
+    out = run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "play.py"),
+            f"policy={policy}",
+            "steps=500",
+            "num_envs=1",
+            "video.envs=1",
+            "video.width=160",
+            "video.height=120",
+            f"video.path={video}",
+        ],
+        cwd=tmp_path,
+    )
+    assert "1 episodes finished; return 500.00" in out and "length 500.0, termination rate 0.00" in out, out
+    assert len(list(imageio.get_reader(str(video)).iter_data())) == 501
+
+
+def test_torchrun_trains_with_two_cpu_processes(tmp_path):
+    if shutil.which("torchrun") is None and not os.path.exists(
+        os.path.join(os.path.dirname(sys.executable), "torchrun")
+    ):
+        pytest.skip("torchrun not found")
+    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
+    policy = tmp_path / "policy.pt2"
+    out = run(
+        [
+            torchrun,
+            "--standalone",
+            "--nproc_per_node=2",
+            os.path.join(ROOT, "train.py"),
+            "num_envs=16",
+            "train.iterations=2",
+            "train.eval_steps=0",
+            f"train.policy_path={policy}",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=tmp_path,
+    )
+    ranks = dict(re.findall(r"rank (\d)/2: envs seeded (\d+\.\.\d+) on cpu", out))
+    assert ranks == {"0": "0..15", "1": "16..31"}, out  # one backend per process, its own env seeds
+    digests = set(re.findall(r"policy digest (\S+)", out))
+    assert len(digests) == 1, out  # gradients averaged over both processes: one policy
+    assert "x16 envs x2 processes: 2048 env steps" in out  # 2 iterations x 32 steps x 16 envs x 2
+    assert policy.exists() and out.count("policy: ") == 1  # written once, by rank 0
