@@ -126,10 +126,10 @@ def main(cfg: DictConfig) -> None:
     }
     save_policy(path, actor, env, backend=backend, info=info)
     print(f"policy: {path}")
-    evaluate(cfg, task, backend, task_options, backend_options, path)
+    evaluate(cfg, task, backend, device, task_options, backend_options, path)
 
 
-def evaluate(cfg, task, backend, task_options, backend_options, path) -> None:
+def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> None:
     """Roll the saved policy file out deterministically on fresh envs and print its episode returns."""
     steps = cfg.train.eval_steps
     if steps == 0:
@@ -138,7 +138,7 @@ def evaluate(cfg, task, backend, task_options, backend_options, path) -> None:
         task,
         backend=backend,
         num_envs=cfg.num_envs,
-        device=cfg.device if cfg.device is None or torch.device(cfg.device).type != "cuda" else "cuda:0",
+        device=device,
         seed=cfg.seed + 10_000,
         dr=cfg.dr,
         task_options=task_options,
