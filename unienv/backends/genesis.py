@@ -43,13 +43,18 @@ Genesis's solver warm start is cleared, so the next steps may differ from the
 original run in the last bits. On CUDA runs are reproducible only to float
 tolerance (atomic reductions).
 
-Capability differences from the mujoco backend: no MJCF sensors (Genesis does
-not parse them: `sensors=False`); `geom_friction` writes the sliding
+Capability differences from the mujoco backend: Genesis does not parse MJCF
+sensors, so the backend computes jointpos, jointvel, framepos and framequat
+(of sites and bodies, world frame) from the state, per call (copies); other
+sensor types raise CapabilityError. `geom_friction` writes the sliding
 coefficient per env (Genesis keeps torsional and rolling global, so their
 columns must stay at the compiled values where a geom's condim makes them
-matter); geom `margin` is ignored by Genesis; `physics_state_size` is
-1 + nq + nv. DR terms other than `geom_friction` and `gravity` are stored per
-env only when named in `randomize=` (Genesis must know before it builds).
+matter); geom `margin` is ignored by Genesis. `physics_state_size` is
+1 + nq + 3 nv + 1 (time, qpos, qvel, then dof accelerations and the constraint
+solver's warm start). DR terms other than `geom_friction` and `gravity` are
+stored per env only when named in `randomize=` (Genesis must know before it
+builds); `pop_diverged` flags envs past MuJoCo's mjMAXVAL, since Genesis does
+not reset them itself.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ from unienv.backends.base import (
     SimBackend,
     load_mjmodel,
 )
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, CapabilityError
 
 # DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway)
 _BATCH_FLAG = {
@@ -97,6 +102,21 @@ _FROM_MUJOCO = {
     int(mujoco.mjtIntegrator.mjINT_IMPLICIT): "implicitfast",
     int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast",
 }
+
+
+def _quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product of wxyz quaternions, (..., 4)."""
+    aw, av, bw, bv = a[..., :1], a[..., 1:], b[..., :1], b[..., 1:]
+    return torch.cat(
+        [aw * bw - (av * bv).sum(-1, keepdim=True), aw * bv + bw * av + torch.cross(av, bv, dim=-1)], -1
+    )
+
+
+def _rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """v (..., 3) rotated by the wxyz quaternion q (..., 4)."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * torch.cross(u, v, dim=-1)
+    return v + w * t + torch.cross(u, t, dim=-1)
 
 
 # ---- Genesis, once per process -----------------------------------------------
@@ -249,7 +269,6 @@ class GenesisBackend(SimBackend):
             device=str(self.device),
             dtype=self._dtype,
             deterministic=self.device.type == "cpu",
-            sensors=False,
         )
 
     # ---- lifecycle ----------------------------------------------------------
@@ -293,9 +312,14 @@ class GenesisBackend(SimBackend):
             lo, hi = self._force_range()
             dofs = self._act_dofs
             sol.set_dofs_force_range(lo, hi, dofs)  # every env
+            # Genesis scales a servo's bias by gear once; MuJoCo's acts on gear * q and its force is geared again
+            gear, bias = self._gear, torch.as_tensor(m.actuator_biasprm[:, :3], dtype=self._dtype, device=dev)
+            sol.set_dofs_act_bias(gear * bias[:, 0], gear * gear * bias[:, 1], gear * gear * bias[:, 2], dofs)
             self._ctrl_mode[:, dofs] = int(gs.CTRL_MODE.POSITION)
             self._ctrl_pos[:, dofs] = 0.0
 
+        kd = torch.as_tensor(-m.actuator_biasprm[:, 2], dtype=self._dtype, device=dev)
+        self._kd = kd.expand(self.num_envs, -1).clone()  # MuJoCo's kd, also where it acts on nothing
         self._wrench: tuple[torch.Tensor, ...] | None = None  # rows, links, force, torque
         self._all_envs = torch.arange(self.num_envs, device=dev)
         self._friction = self._dr_default("geom_friction").to(dev).expand(self.num_envs, -1, -1).clone()
@@ -444,6 +468,40 @@ class GenesisBackend(SimBackend):
             ang[:, world] = 0.0
             quat[:, world] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=quat.dtype, device=quat.device)
         return BodyViews(pos, quat, lin, ang)
+
+    _SENSORS = ("jointpos", "jointvel", "framepos", "framequat")
+
+    def _sensor_view(self, sensor_id: int) -> torch.Tensor:
+        """The MJCF sensors Genesis does not parse, computed from the state: joint position and
+        velocity, and a site's or body's world position and orientation. A fresh copy."""
+        m = self._mj
+        kind = mujoco.mjtSensor(int(m.sensor_type[sensor_id])).name[len("mjSENS_") :].lower()
+        obj, objtype = int(m.sensor_objid[sensor_id]), int(m.sensor_objtype[sensor_id])
+        if kind in ("jointpos", "jointvel"):
+            adr = (m.jnt_qposadr if kind == "jointpos" else m.jnt_dofadr)[obj]
+            return (self._qpos if kind == "jointpos" else self._qvel)[:, adr : adr + 1].clone()
+        site = objtype == mujoco.mjtObj.mjOBJ_SITE.value
+        body_kinds = (mujoco.mjtObj.mjOBJ_BODY.value, mujoco.mjtObj.mjOBJ_XBODY.value)
+        if (
+            kind not in self._SENSORS
+            or int(m.sensor_refid[sensor_id]) >= 0
+            or not (site or objtype in body_kinds)
+        ):
+            raise CapabilityError(
+                f"the genesis backend computes {', '.join(self._SENSORS)} sensors of sites and bodies in the "
+                f"world frame only; sensor {self.info.names['sensor'][sensor_id]!r} is a {kind}"
+            )
+        body = int(m.site_bodyid[obj]) if site else obj
+        views = self._body_views(np.array([body]))
+        pos, quat = views.pos[:, 0], views.quat[:, 0]
+        if not site:
+            return pos if kind == "framepos" else quat
+        local = torch.as_tensor(m.site_pos[obj], dtype=pos.dtype, device=pos.device)
+        if kind == "framepos":
+            return pos + _rotate(quat, local.expand_as(pos))
+        return _quat_mul(
+            quat, torch.as_tensor(m.site_quat[obj], dtype=quat.dtype, device=quat.device).expand_as(quat)
+        )
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
         force = qd_to_torch(self._solver.dyn_state.links.contact_force, transpose=True)
@@ -602,7 +660,7 @@ class GenesisBackend(SimBackend):
         if term == "actuator_kp":
             value = sol.get_dofs_act_gain(dofs, env) / self._gear
         elif term == "actuator_kd":
-            value = -sol.get_dofs_act_bias(dofs, env)[2] / self._gear
+            value = self._kd[env]
         else:
             value = getattr(sol, "get_dofs_" + term[len("dof_") :])(None, env)
         return value.to(f64).reshape(len(ids), *spec.shape).cpu()
@@ -639,14 +697,19 @@ class GenesisBackend(SimBackend):
             setter(x, None, env)
 
     def _set_gains(self, term: str, env: torch.Tensor, x: torch.Tensor) -> None:
-        """kp: gain (and a servo's position bias) = gear * kp; kd: velocity bias = -gear * kd."""
+        """MuJoCo's gains in Genesis's joint space: force = gear * (kp * ctrl + b1 * gear * q + b2 * gear * qdot).
+
+        kp is every actuator's gain and, for servos, the position bias -kp; kd is a servo's
+        velocity bias -kd (a motor has no bias in MuJoCo, so its kd is kept but acts on nothing).
+        """
         sol, dofs, gear = self._solver, self._act_dofs, self._gear
         bias = [b.clone() for b in sol.get_dofs_act_bias(dofs, env)]
         if term == "actuator_kp":
             sol.set_dofs_act_gain(gear * x, dofs, env)
-            bias[1] = torch.where(self._servo, -gear * x, bias[1])
+            bias[1] = torch.where(self._servo, -gear * gear * x, bias[1])
         else:
-            bias[2] = -gear * x
+            self._kd[env] = x
+            bias[2] = torch.where(self._servo, -gear * gear * x, bias[2])
         sol.set_dofs_act_bias(*bias, dofs, env)
 
     def _set_friction(self, env: torch.Tensor, values: torch.Tensor) -> None:

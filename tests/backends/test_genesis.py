@@ -1,0 +1,266 @@
+"""The genesis backend against the mujoco backend: conventions, actuators, DR, agreement.
+
+Genesis builds (and, the first time on a machine, compiles) each scene once per
+test session: three scenes, in session-scoped fixtures. The shared conformance
+suite (tests/contract) covers the rest of the contract on genesis.
+
+Run with `-s` to see the measured divergences.
+"""
+
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("genesis", reason="genesis-world is not installed (pip install 'unienv[genesis]')")
+
+import gymnasium  # noqa: E402
+
+from unienv.backends import create  # noqa: E402
+from unienv.errors import ArgumentError  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONTRACT = os.path.join(ROOT, "tests", "contract", "scene.xml")
+CARTPOLE = os.path.join(ROOT, "tasks", "assets", "cartpole.xml")
+ANT = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", "ant.xml")
+DECLARED = [
+    "body_mass",
+    "body_com",
+    "dof_damping",
+    "dof_armature",
+    "dof_frictionloss",
+    "actuator_kp",
+    "actuator_kd",
+]
+
+
+def pair(scene, num_envs, sim_dt, **options):
+    return (
+        create("genesis", scene, num_envs, sim_dt, device="cpu", **options),
+        create("mujoco", scene, num_envs, sim_dt),
+    )
+
+
+@pytest.fixture(scope="session")
+def contract():
+    gs_b, mj_b = pair(CONTRACT, 4, 0.005, randomize=DECLARED)
+    yield gs_b, mj_b
+    gs_b.close()
+    mj_b.close()
+
+
+@pytest.fixture(scope="session")
+def cartpole():
+    gs_b, mj_b = pair(CARTPOLE, 4, 0.01)
+    yield gs_b, mj_b
+    gs_b.close()
+    mj_b.close()
+
+
+@pytest.fixture(scope="session")
+def ant():
+    gs_b, mj_b = pair(ANT, 4, 0.01)
+    yield gs_b, mj_b
+    gs_b.close()
+    mj_b.close()
+
+
+def set_both(backends, qpos, qvel):
+    for b in backends:
+        b.set_state_tensor(torch.arange(b.num_envs), qpos.clone(), qvel.clone())
+
+
+def state(b):
+    s = b.get_state_views()
+    return torch.cat([s["qpos"], s["qvel"]], 1).to(torch.float64).clone()
+
+
+# ---- conventions ----------------------------------------------------------------------
+
+
+def test_free_joint_convention_matches_mujoco(contract):
+    """A known rotation and a known spin give MuJoCo's qpos/qvel and world-frame body views."""
+    gs_b, mj_b = contract
+    c, s = math.cos(math.pi / 4), math.sin(math.pi / 4)
+    qpos = torch.as_tensor(mj_b.info.qpos0).repeat(4, 1)
+    qvel = torch.zeros(4, mj_b.nv, dtype=torch.float64)
+    qpos[:, :3] = torch.tensor([0.1, -0.2, 1.0])
+    qpos[:, 3:7] = torch.tensor([c, 0.0, 0.0, s])  # 90 degrees about world z
+    qvel[:, 0:3] = torch.tensor([0.3, 0.0, 0.5])  # world frame
+    qvel[:, 3:6] = torch.tensor([2.0, 0.0, 0.0])  # about the box's own x axis
+    set_both(contract, qpos, qvel)
+    box = gs_b.find("body", "box")
+    gs_v, mj_v = gs_b.get_body_views(box), mj_b.get_body_views(box)
+    assert torch.equal(gs_b.get_state_views()["qpos"], qpos)
+    assert torch.equal(gs_b.get_state_views()["qvel"], qvel)
+    world_spin = torch.tensor([0.0, 2.0, 0.0], dtype=torch.float64)  # the box's x axis is world y
+    assert torch.allclose(gs_v.ang_vel[:, 0], world_spin.expand(4, 3), atol=1e-12)
+    for name, a, b in zip(gs_v._fields, gs_v, mj_v, strict=True):
+        assert torch.allclose(a, b, atol=1e-12), name
+    # 20 steps of free flight (the box stays 0.9 m clear of the floor): the same integration
+    ctrl = torch.zeros(4, 2, dtype=torch.float64)
+    for b in contract:
+        b.step_tensor(ctrl, nsteps=20)
+    gap = (state(gs_b)[:, :13] - state(mj_b)[:, :13]).abs().max().item()
+    print(f"\nfree flight, 20 steps: max |genesis - mujoco| over the box's qpos/qvel = {gap:.2e}")
+    assert gap < 1e-9
+
+
+def test_state_views_are_live_zero_copy(contract):
+    gs_b, _ = contract
+    views = gs_b.get_state_views()
+    ptr = views["qpos"].data_ptr()
+    gs_b.step_tensor(torch.zeros(4, 2, dtype=torch.float64))
+    assert gs_b.get_state_views()["qpos"].data_ptr() == ptr
+    assert torch.equal(gs_b.get_physics_state()[:, 1 : 1 + gs_b.nq], views["qpos"])
+
+
+# ---- actuators and DR have MuJoCo's semantics ------------------------------------------------
+
+
+def test_actuators_and_gains_match_mujoco(contract):
+    """Servo and motor (ctrl beyond ctrlrange, so clamped), with kp/kd written per env on both."""
+    gs_b, mj_b = contract
+    qpos = torch.as_tensor(mj_b.info.qpos0).repeat(4, 1)
+    qpos[:, 2] = 1.0
+    qpos[:, gs_b.joint_qpos_slice("hinge")] = 0.2
+    set_both(contract, qpos, torch.zeros(4, gs_b.nv, dtype=torch.float64))
+    kp = torch.tensor([[80.0, 2.0]], dtype=torch.float64)
+    kd = torch.tensor([[9.0, 0.5]], dtype=torch.float64)
+    for b in contract:
+        for term, value in (("actuator_kp", kp), ("actuator_kd", kd)):
+            b.set_dr_param(term, torch.tensor([1]), value)
+    ctrl = torch.tensor([[0.8, 3.0], [0.8, 3.0], [3.0, -9.0], [-1.0, 0.0]], dtype=torch.float64)
+    gap = 0.0
+    for _ in range(60):
+        for b in contract:
+            b.step_tensor(ctrl)
+        gap = max(gap, (state(gs_b)[:, 7:] - state(mj_b)[:, 7:]).abs().max().item())  # the cart-pole part
+    print(f"\ncart-pole with servo/motor and kp/kd DR, 60 steps: max divergence {gap:.2e}")
+    for b in contract:  # restore the defaults for the other tests
+        for term in ("actuator_kp", "actuator_kd"):
+            b.set_dr_param(term, torch.tensor([1]), b.get_dr_default(term)[None])
+    assert gap < 1e-8
+
+
+def test_mass_dr_matches_mujoco(contract):
+    gs_b, mj_b = contract
+    qpos = torch.as_tensor(mj_b.info.qpos0).repeat(4, 1)
+    qpos[:, 2] = 1.0
+    set_both(contract, qpos, torch.zeros(4, gs_b.nv, dtype=torch.float64))
+    mass = gs_b.get_dr_default("body_mass").clone()
+    mass[gs_b.find("body", ["cart", "pole"])] *= torch.tensor([2.0, 3.0], dtype=torch.float64)
+    for b in contract:
+        b.set_dr_param("body_mass", torch.tensor([2]), mass[None])
+    ctrl = torch.tensor([[1.0, 2.0]], dtype=torch.float64).expand(4, 2)
+    for b in contract:
+        b.step_tensor(ctrl, nsteps=40)
+    gap = (state(gs_b)[:, 7:] - state(mj_b)[:, 7:]).abs().max().item()
+    moved = (state(gs_b)[2, 7:] - state(gs_b)[0, 7:]).abs().max().item()
+    for b in contract:
+        b.set_dr_param("body_mass", torch.tensor([2]), b.get_dr_default("body_mass")[None])
+    assert moved > 1e-3  # the heavier cart-pole moved differently
+    assert gap < 1e-8
+
+
+# ---- declared differences and refusals ----------------------------------------------------
+
+
+def test_sensors_match_mujoco(contract):
+    """Genesis parses no sensors; the backend computes the scene's jointpos and site framepos."""
+    gs_b, mj_b = contract
+    qpos = torch.as_tensor(mj_b.info.qpos0).repeat(4, 1)
+    qpos[:, 2] = 1.0
+    qpos[:, 7:9] = torch.tensor([0.4, -0.7], dtype=torch.float64)
+    set_both(contract, qpos, torch.zeros(4, gs_b.nv, dtype=torch.float64))
+    for name in ("hinge_angle", "tip_pos"):
+        assert torch.allclose(gs_b.get_sensor_view(name), mj_b.get_sensor_view(name), atol=1e-12), name
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_names_the_device():
+    with pytest.raises(ArgumentError, match="device"):
+        create("genesis", CONTRACT, 2, 0.005, device="cuda")
+
+
+def test_second_backend_must_agree_with_the_first(contract):
+    with pytest.raises(ArgumentError, match="precision"):
+        create("genesis", CONTRACT, 2, 0.005, device="cpu", precision="32")
+    with pytest.raises(ArgumentError, match="integrator"):
+        create("genesis", CONTRACT, 2, 0.005, device="cpu", integrator="rk4")
+
+
+# ---- sim-to-sim agreement -----------------------------------------------------------------
+
+
+def test_cartpole_sim_to_sim_agreement(cartpole):
+    """200 steps from the same state under the same controls: the state stays within 1e-6.
+
+    Both engines integrate the same equations with the same semi-implicit Euler
+    step (dt 0.01) in float64, with no contacts or limits hit: the only
+    differences are floating-point operation order (composite-rigid-body vs
+    Genesis's own mass-matrix and bias kernels), ~1e-15 per step. A chaotic
+    pole can amplify that; over 200 steps of this mostly upright, driven
+    cart-pole it stays at ~1e-12 (measured), so 1e-6 catches any modelling
+    difference (a wrong gear, clamp, damping or armature shows at 1e-3 or more)
+    with margin.
+    """
+    gs_b, mj_b = cartpole
+    gen = torch.Generator().manual_seed(0)
+    qpos = 0.1 * (torch.rand(4, gs_b.nq, generator=gen, dtype=torch.float64) - 0.5)
+    qvel = 0.1 * (torch.rand(4, gs_b.nv, generator=gen, dtype=torch.float64) - 0.5)
+    set_both(cartpole, qpos, qvel)
+    controls = 2.4 * (torch.rand(200, 4, gs_b.nu, generator=gen, dtype=torch.float64) - 0.5)  # some clamped
+    divergence = []
+    for ctrl in controls:
+        for b in cartpole:
+            b.step_tensor(ctrl)
+        divergence.append((state(gs_b) - state(mj_b)).abs().max().item())
+    span = (state(mj_b)[:, : gs_b.nq] - qpos).abs().max().item()
+    print(
+        f"\ncartpole, 200 steps: max |genesis - mujoco| = {max(divergence):.2e} (state moved by {span:.2f})"
+    )
+    assert span > 0.1  # the controls really moved the system
+    assert max(divergence) < 1e-6
+
+
+def test_ant_summary_statistics(ant):
+    """The ant (contacts) under one open-loop gait: report base height and forward velocity.
+
+    Contact models differ (Genesis's MuJoCo-compatible solver ignores geom
+    margin, 0.01 m on every ant geom; implicitfast stands in for MuJoCo's RK4),
+    so states drift apart and only summaries are compared. Measured on the CPU
+    (float64): mean torso height differs by 0.09-0.33 m per gait, Genesis
+    sitting lower; neither gait moves forward (|mean vx| < 0.01 on both). The
+    bounds below catch a broken backend (a flipped, sunk or exploding ant), not
+    this known gap, which is reported in the backend's notes.
+    """
+    gs_b, mj_b = ant
+    qpos = torch.as_tensor(mj_b.info.qpos0).repeat(4, 1)
+    set_both(ant, qpos, torch.zeros(4, gs_b.nv, dtype=torch.float64))
+    phase = torch.tensor([0.0, math.pi, 0.0, math.pi, math.pi, 0.0, math.pi, 0.0], dtype=torch.float64)
+    freq = torch.tensor([0.5, 1.0, 1.5, 2.0], dtype=torch.float64)[:, None]  # one gait per env
+    stats = {"genesis": ([], []), "mujoco": ([], [])}
+    decimation, steps = 5, 100  # 5 s at dt 0.01
+    for k in range(steps):
+        t = k * decimation * 0.01
+        ctrl = 0.4 * torch.sin(2 * math.pi * freq * t + phase)
+        for name, b in (("genesis", gs_b), ("mujoco", mj_b)):
+            b.step_tensor(ctrl, nsteps=decimation)
+            s = b.get_state_views()
+            stats[name][0].append(s["qpos"][:, 2].clone())
+            stats[name][1].append(s["qvel"][:, 0].clone())
+            assert torch.isfinite(s["qpos"]).all()
+    summary = {name: (torch.stack(h).mean(0), torch.stack(v).mean(0)) for name, (h, v) in stats.items()}
+    dh = (summary["genesis"][0] - summary["mujoco"][0]).abs()
+    dv = (summary["genesis"][1] - summary["mujoco"][1]).abs()
+    print("\nant, 5 s open-loop gait per env (freq 0.5 / 1.0 / 1.5 / 2.0 Hz):")
+    for name, (h, v) in summary.items():
+        print(f"  {name:8s} mean torso z {np.round(h.numpy(), 3)}  mean x velocity {np.round(v.numpy(), 3)}")
+    print(f"  |difference| height {np.round(dh.numpy(), 3)}  forward velocity {np.round(dv.numpy(), 3)}")
+    for h, _ in summary.values():
+        assert ((h > 0.25) & (h < 1.0)).all()  # upright and on the floor, in both engines
+    assert dh.max() < 0.4
+    assert dv.max() < 0.15
