@@ -122,7 +122,8 @@ class UniEnv(VectorEnv):
         if self.dr is not None:
             self.dr.startup()
         self._return = torch.zeros(n, dtype=torch.float64, device=dev)
-        self._length = torch.zeros(n, dtype=torch.int64, device=dev)
+        # steps into each env's current episode; writable, e.g. for random episode starts
+        self.episode_length = torch.zeros(n, dtype=torch.int64, device=dev)
         self._start = np.full(n, time.perf_counter())
         self._pending_reset = torch.zeros(n, dtype=torch.bool, device=dev)  # NEXT_STEP
         self._renderer = None
@@ -163,7 +164,7 @@ class UniEnv(VectorEnv):
         self.backend.set_state_tensor(ids, qpos, qvel)
         dev_ids = ids.to(self.device)
         self._return[dev_ids] = 0.0
-        self._length[dev_ids] = 0
+        self.episode_length[dev_ids] = 0
         self._start[ids.numpy()] = time.perf_counter()
 
     def _observe(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -182,11 +183,11 @@ class UniEnv(VectorEnv):
         actions, info = self._checked_actions(actions)
         applied = actions if self.dr is None else self.dr.actions(actions)
         self.backend.step_tensor(self.task.action_to_ctrl(applied), self.task.decimation)
-        self._length += 1
+        self.episode_length += 1
 
         reward, terms = self.task.reward(self.backend, actions)
         terminated = self.task.terminated(self.backend)
-        truncated = self._length >= self.max_episode_steps
+        truncated = self.episode_length >= self.max_episode_steps
         diverged = self.backend.pop_diverged()
         if bool(diverged.any()):  # never hand out a diverged state: end the episode
             info["diverged"], info["_diverged"] = diverged, diverged
@@ -256,7 +257,7 @@ class UniEnv(VectorEnv):
         zero = torch.zeros((), device=self.device)
         return {
             "r": torch.where(done, self._return, zero.double()),
-            "l": torch.where(done, self._length, zero.long()),
+            "l": torch.where(done, self.episode_length, zero.long()),
             "t": torch.where(done, elapsed, zero.double()),
         }
 

@@ -68,11 +68,11 @@ class RslRlVecEnv(VecEnv):
     @property
     def episode_length_buf(self) -> torch.Tensor:
         """Steps taken in each env's current episode (num_envs,) int64; writable."""
-        return self.unwrapped._length
+        return self.unwrapped.episode_length
 
     @episode_length_buf.setter
     def episode_length_buf(self, value: torch.Tensor) -> None:
-        length = self.unwrapped._length
+        length = self.unwrapped.episode_length
         length.copy_(
             torch.as_tensor(value, device=length.device)
             .to(length.dtype)
