@@ -15,13 +15,18 @@ import numpy as np
 import pytest
 import torch
 
+from tests.contract.conftest import MJWARP_DEVICE
 from unienv import dr as domain_randomization
 from unienv.backends import DR_TERMS, create
 from unienv.envs import UniEnv
 from unienv.task import Task
 
 SCENE = os.path.join(os.path.dirname(__file__), "..", "contract", "scene.xml")
-BACKENDS = ["mujoco"] + (["genesis"] if importlib.util.find_spec("genesis") else [])
+BACKENDS = (
+    ["mujoco"]
+    + (["genesis"] if importlib.util.find_spec("genesis") else [])
+    + (["mjwarp"] if MJWARP_DEVICE == "cpu" else [])  # Warp's CPU device (tests compare on the CPU)
+)
 # qpos: box free joint 0..6, slider 7, hinge 8; qvel: box 0..5, slider 6, hinge 7
 BOX_Z, BOX_VX, SLIDER_Q, HINGE_Q, SLIDER_V, HINGE_V = 2, 0, 7, 8, 6, 7
 POLE_MASS, POLE_COM = 0.2, 0.3  # kg; m along the pole from the hinge
@@ -120,7 +125,10 @@ def _factory(backend_name):
                 pytest.skip(f"the genesis backend does not declare {sorted(missing)}")
         else:
             randomize = domain_randomization.backend_params(terms)
-            backend = create("mujoco", SCENE, num_envs, ContractTask.sim_dt, randomize=randomize)
+            device = {"mjwarp": MJWARP_DEVICE}.get(backend_name)
+            backend = create(
+                backend_name, SCENE, num_envs, ContractTask.sim_dt, device=device, randomize=randomize
+            )
             made.append(backend)
         env = UniEnv(ContractTask(**task_options), backend, dr=terms, seed=seed)
         env.reset()
@@ -141,5 +149,6 @@ def _restore_defaults(backend):
 
 
 def state(env):
+    """(qpos, qvel) copies in float64, whatever the backend's dtype."""
     s = env.backend.get_state_views()
-    return s["qpos"].clone(), s["qvel"].clone()
+    return tuple(s[k].to("cpu", torch.float64, copy=True) for k in ("qpos", "qvel"))
