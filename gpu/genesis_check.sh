@@ -11,10 +11,10 @@
 # first, ~100 s per distinct option set on the H200):
 #   send: [".devcarry/genesis", ".devcarry/base", ".devcarry/pytest"]
 #   bash gpu/genesis_check.sh contract      # tests/contract on genesis, CUDA (the suite's default device)
-#   bash gpu/genesis_check.sh bench         # gpu/genesis_bench.py at 1024 / 4096 / 16384 ant envs
+#   bash gpu/genesis_check.sh bench         # python -m unienv.bench --backend genesis at 1024 / 4096 / 16384 ant envs
 #   bash gpu/genesis_check.sh all           # both, contract first
 # While the machine is warm, a second call skips the install (sets in /tmp/site) and reuses the kernel cache.
-# Results go to $OUT: contract.log, contract_junit.xml, bench.log, genesis_bench.json, env.txt.
+# Results go to $OUT: contract.log, contract_junit.xml, bench.log, env.txt.
 set -uo pipefail
 MODE="${1:-all}"
 OUT="${OUT:-/tmp/unienv_out}"
@@ -55,7 +55,9 @@ run_contract() {
 }
 
 run_bench() {
-  OUT="$OUT" timeout 560 python3 gpu/genesis_bench.py --device cuda --num-envs 1024 4096 16384 --seconds 2 \
+  # the ant's portable observation: Genesis has no MuJoCo cfrc_ext (the mj_fields capability)
+  timeout 560 python3 -m unienv.bench --backend genesis --device cuda --task ant \
+    --task-option include_cfrc_ext_in_observation=false --num-envs 1024 4096 16384 --seconds 2 --rounds 2 \
     2>&1 | grep -v "frontend_ir" | tee "$OUT/bench.log"
   echo "bench exit: ${PIPESTATUS[0]}" | tee -a "$OUT/bench.log"
 }

@@ -21,22 +21,21 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+import yaml
 
 import unienv
 from unienv import backends
 from unienv.tasks import task_class
 
 
-def raw_mujoco(
-    scene: str, sim_dt: float, num_envs: int, decimation: int, device: str | None
-) -> Callable[[], None]:
+def raw_mujoco(backend, decimation: int) -> Callable[[], None]:
     """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
     import mujoco
     from mujoco import batch as mjbatch
 
-    model = mujoco.MjModel.from_xml_path(scene)
-    model.opt.timestep = sim_dt
-    batch = mjbatch.Batch(model, nsim=num_envs, nthread=len(os.sched_getaffinity(0)))
+    model = mujoco.MjModel.from_xml_path(backend.scene)
+    model.opt.timestep = backend.dt
+    batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
     u = np.random.default_rng(0).uniform(-1, 1, ctrl.shape)
 
@@ -48,18 +47,17 @@ def raw_mujoco(
     return step
 
 
-def raw_mjwarp(
-    scene: str, sim_dt: float, num_envs: int, decimation: int, device: str | None
-) -> Callable[[], None]:
+def raw_mjwarp(backend, decimation: int) -> Callable[[], None]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
     import mujoco
     import mujoco_warp as mjw
     import warp as wp
 
-    model = mujoco.MjModel.from_xml_path(scene)
-    model.opt.timestep = sim_dt
+    model = mujoco.MjModel.from_xml_path(backend.scene)
+    model.opt.timestep = backend.dt
+    num_envs = backend.num_envs
     wp.config.quiet = True
-    wp_device = wp.get_device(device or "cuda")
+    wp_device = wp.get_device(str(backend.device))
     with wp.ScopedDevice(wp_device):
         m = mjw.put_model(model)
         d = mjw.make_data(model, nworld=num_envs)
@@ -81,23 +79,66 @@ def raw_mjwarp(
     return step
 
 
-RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {"mujoco": raw_mujoco, "mjwarp": raw_mjwarp}
+def raw_genesis(backend, decimation: int) -> Callable[[], None]:
+    """Genesis alone, built with the backend's own options: write the actuators' controls,
+    step `decimation` times, read qpos and qvel."""
+    import genesis as gs
+
+    scene = gs.Scene(
+        sim_options=gs.options.SimOptions(
+            dt=backend.dt, gravity=tuple(float(g) for g in backend.info.gravity)
+        ),
+        rigid_options=gs.options.RigidOptions(**backend._rigid_options),
+        profiling_options=gs.options.ProfilingOptions(show_FPS=False),
+        show_viewer=False,
+    )
+    robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
+    scene.build(n_envs=backend.num_envs)
+    dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
+    ctrl = torch.rand(backend.num_envs, len(dofs), device=gs.device, dtype=gs.tc_float) * 2 - 1
+
+    def step() -> None:
+        robot.control_dofs_position(ctrl, dofs)
+        for _ in range(decimation):
+            scene.step(update_visualizer=False)
+        robot.get_qpos(), robot.get_dofs_velocity()
+
+    return step
 
 
-def _rate(step: Callable[[], None], seconds: float) -> float:
-    """Calls per second of step over at least `seconds`."""
+RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {
+    "mujoco": raw_mujoco,
+    "mjwarp": raw_mjwarp,
+    "genesis": raw_genesis,
+}
+
+
+def _rate(step: Callable[[], None], seconds: float, device: torch.device) -> float:
+    """Calls per second of step over at least `seconds` (queued GPU work included)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step()
+    sync()
     calls, start = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
+    while time.perf_counter() - start < seconds:
         step()
         calls += 1
-    return calls / elapsed
+    sync()
+    return calls / (time.perf_counter() - start)
 
 
-def measure(task: str, backend: str, num_envs: int, device: str | None, seconds: float, rounds: int) -> dict:
-    the_task = task_class(task)()
-    raw = RAW_LOOPS[backend](the_task.scene, the_task.sim_dt, num_envs, the_task.decimation, device)
+def measure(
+    task: str,
+    backend: str,
+    num_envs: int,
+    device: str | None,
+    seconds: float,
+    rounds: int,
+    task_options: dict,
+) -> dict:
+    the_task = task_class(task)(**task_options)
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device)
+    sim.materialize()
+    raw = RAW_LOOPS[backend](sim, the_task.decimation)
     ctrl = torch.zeros(num_envs, sim.nu, dtype=sim.get_capabilities().dtype, device=sim.device).uniform_(
         -1, 1
     )
@@ -107,7 +148,9 @@ def measure(task: str, backend: str, num_envs: int, device: str | None, seconds:
         sim.step_tensor(ctrl, the_task.decimation)
         views["qpos"], views["qvel"]
 
-    env = unienv.make(task, backend=backend, num_envs=num_envs, device=device, seed=0)
+    env = unienv.make(
+        task, backend=backend, num_envs=num_envs, device=device, seed=0, task_options=task_options
+    )
     env.reset()
     shape = (num_envs, *env.single_action_space.shape)
     actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
@@ -119,7 +162,7 @@ def measure(task: str, backend: str, num_envs: int, device: str | None, seconds:
     loops = {"raw": raw, "backend": backend_step, "env": env_step}
     for _ in range(rounds):
         for name, loop in loops.items():
-            best[name] = max(best[name], _rate(loop, seconds))
+            best[name] = max(best[name], _rate(loop, seconds, sim.device))
     sim.close()
     env.close()
     calls = best
@@ -140,7 +183,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--device", default=None)
     parser.add_argument("--seconds", type=float, default=1.0, help="per loop per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--task-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a task constructor option, YAML-typed (e.g. include_cfrc_ext_in_observation=false)",
+    )
     args = parser.parse_args(argv)
+    task_options = {}
+    for option in args.task_option:
+        key, sep, value = option.partition("=")
+        if not sep:
+            parser.error(f"--task-option: expected KEY=VALUE, got {option!r}")
+        task_options[key] = yaml.safe_load(value)
     if min(args.num_envs) < 1:
         parser.error(f"--num-envs: expected positive counts, got {args.num_envs}")
     print(
@@ -150,7 +206,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(header)
     rows = []
     for n in args.num_envs:
-        r = measure(args.task, args.backend, n, args.device, args.seconds, args.rounds)
+        r = measure(args.task, args.backend, n, args.device, args.seconds, args.rounds, task_options)
         rows.append(r)
         print(
             f"{n:>8} {r['raw_sps']:>12,.0f} {r['backend_sps']:>12,.0f} {r['env_sps']:>12,.0f} "
