@@ -424,7 +424,7 @@ def test_dr_terms_round_trip_and_defaults_stay_compiled(make_backend, backend_na
 
 
 def test_dr_refuses_unphysical_values_and_changes_nothing(make_backend):
-    b = make_backend()
+    b = make_backend(randomize=["body_mass"])
     mass = b.get_dr_param("body_mass", torch.tensor([0]))
     bad = mass.clone()
     bad[0, 1] = -1.0
@@ -533,7 +533,7 @@ def test_dr_term_changes_the_physics(make_backend, backend_name, term):
 
 def test_dr_mass_changes_holding_force(make_backend):
     """A heavier box falls the same but pushes harder on the floor."""
-    b = make_backend(num_envs=2)
+    b = make_backend(num_envs=2, randomize=["body_mass"])
     if not b.get_capabilities().contact_forces:
         pytest.skip(f"{b.name} declares contact_forces=False")
     mass = b.get_dr_default("body_mass").clone()

@@ -29,7 +29,6 @@ Engines implement the underscored hooks at the bottom of the class.
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
 import functools
 import os
@@ -325,8 +324,10 @@ class SimBackend(abc.ABC):
         self.close()
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to release
+        try:  # noqa: SIM105 (at interpreter shutdown even contextlib may be gone)
             self.close()
+        except Exception:
+            pass
 
     def _check_open(self) -> None:
         if self._closed:
@@ -397,8 +398,9 @@ class SimBackend(abc.ABC):
     def get_sensor_view(self, name: str) -> torch.Tensor:
         """Live (num_envs, dim) view of the named sensor's output."""
         self._ready()
+        sensor = int(self.find("sensor", name)[0])
         self._require("sensors")
-        return self._sensor_view(int(self.find("sensor", name)[0]))
+        return self._sensor_view(sensor)
 
     def get_contact_forces(self, body_ids: Any) -> torch.Tensor:
         """Net contact force on each body in the world frame, (N, B, 3).
