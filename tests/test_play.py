@@ -6,6 +6,7 @@ import sys
 
 import imageio.v2 as imageio
 import numpy as np
+import pytest
 import torch
 
 from unienv import bench
@@ -60,4 +61,4 @@ def test_bench_measures_raw_backend_and_env_side_by_side():
     assert [r["num_envs"] for r in rows] == [1, 3]
     for r in rows:
         assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["env_sps"] > 0
-        assert r["env_ratio"] == r["env_sps"] / r["raw_sps"]
+        assert r["env_ratio"] == pytest.approx(r["env_sps"] / r["raw_sps"])
