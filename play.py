@@ -12,6 +12,7 @@ import os
 
 import hydra
 import imageio.v2 as imageio
+import torch
 from omegaconf import DictConfig, OmegaConf
 
 import unienv
@@ -22,6 +23,7 @@ from unienv.rollout import make_policy, rollout
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
+    torch.set_num_threads(1)  # the engine's threads use the cores; torch's small tensors need none
     task_options = OmegaConf.to_container(cfg.task)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")

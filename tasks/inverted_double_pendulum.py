@@ -21,9 +21,9 @@ import os
 import gymnasium as gym
 import numpy as np
 import torch
-from unienv.tasks import GYM_ASSETS, require
 
 from unienv.task import Task
+from unienv.tasks import GYM_ASSETS, require
 
 
 class InvertedDoublePendulum(Task):

@@ -21,9 +21,9 @@ import os
 import gymnasium as gym
 import numpy as np
 import torch
-from unienv.tasks import require
 
 from unienv.task import Task
+from unienv.tasks import require
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}

@@ -19,9 +19,9 @@ import os
 import gymnasium as gym
 import numpy as np
 import torch
-from unienv.tasks import require
 
 from unienv.task import Task
+from unienv.tasks import require
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
 

@@ -10,6 +10,8 @@ rounds (the best round of each counts, which damps a shared machine's noise):
   env      unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
 
 and prints env-steps/s, the ratios to raw, and the backend's added time per call.
+torch runs on one CPU thread by default: the engine's thread pool already uses
+every core, and torch's own pool competing with it costs the env up to 20%.
 """
 
 from __future__ import annotations
@@ -183,6 +185,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--device", default=None)
     parser.add_argument("--seconds", type=float, default=1.0, help="per loop per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch's CPU threads (default 1: on the CPU the engine's threads already use the cores)",
+    )
     parser.add_argument(
         "--task-option",
         action="append",

@@ -23,11 +23,11 @@ import sys
 import numpy as np
 import pytest
 import torch
-from unienv.tasks import task_class
 
 from unienv.backends import create
 from unienv.backends.mjwarp import MjwarpBackend
 from unienv.errors import ArgumentError, CapabilityError
+from unienv.tasks import task_class
 
 from ..contract.conftest import MJWARP_DEVICE, SCENE, SIM_DT
 

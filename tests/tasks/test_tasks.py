@@ -16,11 +16,11 @@ import pytest
 import torch
 import yaml
 from gymnasium.utils.env_checker import check_env
-from unienv.tasks import TASKS, gym_id, require, task_class
 
 import unienv
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
+from unienv.tasks import TASKS, gym_id, require, task_class
 
 CFG = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "cfg", "task")
 HEAVY = {"humanoid", "ant", "inverted_double_pendulum", "quadruped"}  # the slowest random runs

@@ -11,21 +11,16 @@ env's state at its next step. Sensor views share memory with the batch's
 sensordata output. Body views, contact forces and Jacobians are computed per
 call (they gather rows) and are fresh copies.
 
-Freshness: every step ends with MuJoCo's position and velocity stages at the
-new state (`mjSTAGE_VEL`), so body poses, velocities and position/velocity
-sensors describe the current state. Acceleration-dependent outputs
-(accelerometers, force sensors, contact forces) are those of the last physics
-substep, as after `mj_step`. After `set_state_tensor` everything, acceleration
-included, is computed at the new state (`mj_forward`).
+Freshness: every step ends with `mj_forward`'s stages at the new state
+(`mjSTAGE_ACC`), as `set_state_tensor` does, so every derived quantity (body
+poses and velocities, sensors, contact forces, `get_mj_field`) describes the
+state the backend holds; the cost is one forward pass per `step_tensor` call.
 
-Contact forces come from MuJoCo's `cfrc_ext`; to have MuJoCo compute it during
-each step, the backend appends one hidden accelerometer (on a world site) to
-the model it simulates. The scene's own sensors keep their ids.
-
-`get_mj_field` (capability mj_fields) runs one extra `mj_forward` over all envs
-the first time it is called after a step or a state write, and serves copies of
-its outputs; the contact forces and sensors above keep their last-substep
-values, and the trajectory is unchanged (mj_forward writes no state).
+Contact forces come from MuJoCo's `cfrc_ext`, which MuJoCo computes only for
+models with force-like sensors; the backend appends one hidden accelerometer
+(on a site of the last body, so that the scene's own site and sensor ids hold)
+to the model it simulates. `get_mj_field` (capability mj_fields) serves copies
+of other derived MjData fields (cinert, cvel, cfrc_ext, ...).
 
 DR terms write per-simulation model fields (`Batch.expand`), and the terms
 that feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst`
@@ -54,7 +49,6 @@ from unienv.backends.base import (
 )
 from unienv.errors import ArgumentError
 
-_VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
 _HIDDEN_SENSOR = "_unienv_cfrc"
@@ -169,7 +163,6 @@ class MujocoBackend(SimBackend):
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
-        self._mj_values: dict[str, torch.Tensor] | None = None  # their values at this state
 
     def _close(self) -> None:
         del self._batch, self._views, self._out
@@ -181,8 +174,7 @@ class MujocoBackend(SimBackend):
 
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
-        self._batch.step(nstep=nsteps, stage=_VEL)
-        self._mj_values = None
+        self._batch.step(nstep=nsteps, stage=_ACC)
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
@@ -207,7 +199,6 @@ class MujocoBackend(SimBackend):
         self._qpos[rows] = qpos.detach().numpy()
         self._qvel[rows] = qvel.detach().numpy()
         self._batch.forward(rows, stage=_ACC)
-        self._mj_values = None
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         o = self._out
@@ -243,18 +234,13 @@ class MujocoBackend(SimBackend):
         self._wrench_pending = True
 
     def _mj_field(self, name: str) -> torch.Tensor:
-        if name not in self._mj_bound:
+        if name not in self._mj_bound:  # a newly bound output is filled by the next call
             self._mj_bound[name] = self._batch.bind(name)
-            self._mj_values = None
-        if self._mj_values is None:
-            kept = {k: self._out[k].clone() for k in ("cfrc_ext", "sensordata")}
-            self._batch.forward(stage=_ACC)  # at the current state; writes no state
-            self._mj_values = {k: torch.from_numpy(v.copy()) for k, v in self._mj_bound.items()}
-            if "site_xpos" in self._mj_values:  # without the hidden sensor's site, which is last
-                self._mj_values["site_xpos"] = self._mj_values["site_xpos"][:, : len(self.info.names["site"])]
-            for k, v in kept.items():  # contact forces and sensors stay the last substep's
-                self._out[k].copy_(v)
-        return self._mj_values[name].clone()
+            self._batch.forward(stage=_ACC)  # at the current state: the same values, now bound
+        value = torch.from_numpy(self._mj_bound[name].copy())
+        if name == "site_xpos":  # without the hidden sensor's site, which is last
+            value = value[:, : len(self.info.names["site"])]
+        return value
 
     # ---- snapshots ----------------------------------------------------------
 
@@ -285,7 +271,6 @@ class MujocoBackend(SimBackend):
             field.reshape(self.num_envs, -1)[rows] = part
             start += width
         b.forward(rows, stage=_ACC)
-        self._mj_values = None
 
     # ---- domain randomization ----------------------------------------------
 
@@ -349,4 +334,3 @@ class MujocoBackend(SimBackend):
         if setconst:
             b.set_const(rows)
         b.forward(rows, stage=_ACC)  # derived quantities follow the new model at once
-        self._mj_values = None
