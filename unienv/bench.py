@@ -207,8 +207,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         task_options[key] = yaml.safe_load(value)
     if min(args.num_envs) < 1:
         parser.error(f"--num-envs: expected positive counts, got {args.num_envs}")
+    torch.set_num_threads(args.torch_threads)
+    card = f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
     print(
-        f"{args.task} on {args.backend}, {len(os.sched_getaffinity(0))} CPU threads, torch {torch.__version__}"
+        f"{args.task} on {args.backend}: {len(os.sched_getaffinity(0))} CPU threads{card}, "
+        f"torch {torch.__version__} on {torch.get_num_threads()} thread(s)"
     )
     header = f"{'num_envs':>8} {'raw steps/s':>12} {'backend':>12} {'env':>12} {'backend/raw':>11} {'env/raw':>8} {'+us/call':>9}"
     print(header)
