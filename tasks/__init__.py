@@ -40,11 +40,11 @@ def task_class(name: str):
 def require(task, backend) -> None:
     """Raise CapabilityError unless `backend` declares every feature in `task.requires`.
 
-    Tasks call this first in setup(), so a task fails at construction on a
+    UniEnv calls it before task.setup(), so a task fails at construction on a
     backend that lacks what it needs, never later in a step.
     """
     caps = backend.get_capabilities()
-    missing = [f for f in getattr(task, "requires", ()) if not getattr(caps, f)]
+    missing = [f for f in task.requires if not getattr(caps, f)]
     if missing:
         raise CapabilityError(
             f"task {task.name!r} needs {', '.join(missing)}, which the {caps.backend} backend does not support"

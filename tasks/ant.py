@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class Ant(Task):
@@ -69,7 +69,6 @@ class Ant(Task):
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
 
     def setup(self, backend):
-        require(self, backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv

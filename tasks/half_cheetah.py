@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class HalfCheetah(Task):
@@ -27,7 +27,6 @@ class HalfCheetah(Task):
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
-    requires = ()
 
     def __init__(
         self,
@@ -42,7 +41,6 @@ class HalfCheetah(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        require(self, backend)
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv
         self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)

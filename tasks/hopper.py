@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class Hopper(Task):
@@ -30,7 +30,6 @@ class Hopper(Task):
     single_action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (11,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
-    requires = ()
 
     def __init__(
         self,
@@ -55,7 +54,6 @@ class Hopper(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        require(self, backend)
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv
         self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)

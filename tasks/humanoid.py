@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class Humanoid(Task):
@@ -62,7 +62,6 @@ class Humanoid(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        require(self, backend)
         self.mass = torch.as_tensor(backend.info.body_mass, device=backend.device)
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv

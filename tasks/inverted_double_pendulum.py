@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class InvertedDoublePendulum(Task):
@@ -44,7 +44,6 @@ class InvertedDoublePendulum(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        require(self, backend)
         self.tip = int(backend.find("site", "tip")[0])
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class InvertedPendulum(Task):
@@ -26,14 +26,12 @@ class InvertedPendulum(Task):
     single_action_space = gym.spaces.Box(-3.0, 3.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float64)
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.3)}
-    requires = ()
 
     def __init__(self, episode_length_s: float = 40.0, reset_noise_scale: float = 0.01):
         self.episode_length_s = episode_length_s
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        require(self, backend)
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv
 

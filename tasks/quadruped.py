@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import require
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
@@ -90,7 +89,6 @@ class Quadruped(Task):
         self.max_tilt = max_tilt
 
     def setup(self, backend):
-        require(self, backend)
         n, dev, info = backend.num_envs, backend.device, backend.info
         self.base, self.feet = backend.find("body", "base"), backend.find("body", FEET)
         joints = info.actuator_joint

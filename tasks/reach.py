@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import require
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
 
@@ -59,7 +58,6 @@ class Reach(Task):
         self.joint_speed_weight = joint_speed_weight
 
     def setup(self, backend):
-        require(self, backend)
         backend.find("site", "ee")  # the scene must have it
         n, dev, info = backend.num_envs, backend.device, backend.info
         self.link7 = backend.find("body", "link7")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task
-from unienv.tasks import GYM_ASSETS, require
+from unienv.tasks import GYM_ASSETS
 
 
 class Reacher(Task):
@@ -44,7 +44,6 @@ class Reacher(Task):
         self.reward_control_weight = reward_control_weight
 
     def setup(self, backend):
-        require(self, backend)
         self.bodies = backend.find("body", ["fingertip", "target"])
         self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
         self.nv = backend.nv

@@ -80,7 +80,7 @@ def list_tasks(out=sys.stdout) -> None:
     rows = [("task", "gym id", "action", "observation", "backends")]
     for name in TASKS:
         task = task_class(name)()
-        needs = getattr(task, "requires", ())
+        needs = task.requires
         runs = [b for b, c in usable.items() if all(c.get(f, False) for f in needs)]
         rows.append(
             (

@@ -48,6 +48,7 @@ from unienv.dr import DomainRandomization
 from unienv.errors import ArgumentError
 from unienv.random import EnvRandom
 from unienv.task import Task
+from unienv.tasks import require
 
 _NONFINITE = ("raise", "zero")
 
@@ -113,6 +114,7 @@ class UniEnv(VectorEnv):
         self._act_dim = int(np.prod(self.single_action_space.shape))
         self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
 
+        require(task, backend)
         backend.materialize()
         task.setup(backend)
         n, dev = self.num_envs, self.device

@@ -37,6 +37,9 @@ class Task(abc.ABC):
     episode_length_s: float
     single_action_space: gym.spaces.Box
     single_observation_space: gym.spaces.Box
+    # backend capabilities the task needs (Capabilities field names); UniEnv checks them
+    # before setup, so a task fails at construction on a backend that lacks one
+    requires: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
 
