@@ -3,8 +3,9 @@ position servo on the cart and a motor on the pole) through a small task.
 
 `make_env(config, ...)` builds a UniEnv with that config on the parametrized
 backend: a fresh mujoco backend each time, or, for genesis (whose scene builds
-take seconds to minutes), one shared backend per session that declares every
-term, so the genesis runs stay few.
+take seconds to minutes), shared backends that declare every term, one per
+env a test makes (a test's first env gets the first, an unrandomized twin the
+second), so the genesis builds stay two per session.
 """
 
 import importlib.util
@@ -81,21 +82,9 @@ def backend_name(request):
     return request.param
 
 
-# effects the genesis backend (unienv/backends/genesis.py, as of this writing) does not
-# produce yet; non-strict, so each passes again once the backend does
-GENESIS_KNOWN = {
-    "test_frictionloss_resists_a_small_torque": "dof_frictionloss is stored but changes no acceleration",
-    "test_push_changes_root_velocity_by_the_commanded_amount": "a wrench from apply_body_wrench "
-    "changes no velocity over the next step (the pushed box moves as its unpushed twin)",
-}
-
-
 @pytest.fixture
-def make_env(backend_name, request):
+def make_env(backend_name):
     """make_env(config, num_envs=4, seed=0, **task_options) -> a reset UniEnv, per backend."""
-    reason = GENESIS_KNOWN.get(request.node.originalname)
-    if backend_name == "genesis" and reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
     yield from _factory(backend_name)
 
 
@@ -106,19 +95,21 @@ def make_mujoco_env():
 
 
 def _factory(backend_name):
-    made = []
+    made, shared_used = [], []
 
     def make(config, num_envs=4, seed=0, **task_options):
         terms = domain_randomization.parse(config)
         if backend_name == "genesis":
             if num_envs != 4:
-                pytest.skip("genesis runs share one 4-env scene")
-            backend = _shared.get(num_envs)
+                pytest.skip("genesis runs share 4-env scenes")
+            slot = len(shared_used)  # a test's second env (e.g. an unrandomized twin) gets its own scene
+            backend = _shared.get(slot)
             if backend is None:
                 backend = create(
                     "genesis", SCENE, num_envs, ContractTask.sim_dt, device="cpu", randomize=DR_TERMS
                 )
-                _shared[num_envs] = backend
+                _shared[slot] = backend
+            shared_used.append(slot)
             _restore_defaults(backend)
             missing = set(domain_randomization.backend_params(terms)) - set(backend.get_dr_capabilities())
             if missing:
