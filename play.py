@@ -64,11 +64,14 @@ def main(cfg: DictConfig) -> None:
             writer.close()
         env.close()
     s = stats.summary()
-    print(
-        f"{task} on {backend}: {stats.steps} steps x {cfg.num_envs} envs, {s['episodes']} episodes finished; "
-        f"return {s['return_mean']:.2f} +- {s['return_std']:.2f}, length {s['length_mean']:.1f}, "
-        f"termination rate {s['termination_rate']:.2f}"
-    )
+    ran = f"{task} on {backend}: {stats.steps} steps x {cfg.num_envs} envs"
+    if s["episodes"]:
+        print(
+            f"{ran}, {s['episodes']} episodes finished; return {s['return_mean']:.2f} +- "
+            f"{s['return_std']:.2f}, length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}"
+        )
+    else:
+        print(f"{ran}; no episode ended within the rollout")
     if video:
         print(f"video: {path}")
     if sweeping:

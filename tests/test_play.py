@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from unienv import bench
+from unienv.tasks import TASKS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -62,3 +63,22 @@ def test_bench_measures_raw_backend_and_env_side_by_side():
     for r in rows:
         assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["env_sps"] > 0
         assert r["env_ratio"] == pytest.approx(r["env_sps"] / r["raw_sps"])
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_play_records_every_task(task, tmp_path):
+    path = tmp_path / f"{task}.mp4"
+    done = play(
+        f"task={task}",
+        "steps=8",
+        "num_envs=2",
+        "video.envs=2",
+        "video.width=160",
+        "video.height=120",
+        f"video.path={path}",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    frames = list(imageio.get_reader(str(path)).iter_data())
+    assert len(frames) == 9 and frames[0].shape == (120, 320, 3)
+    assert min(float(f.std()) for f in frames) > 5  # the scene, not a blank image

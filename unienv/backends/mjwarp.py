@@ -169,6 +169,11 @@ class MjwarpBackend(SimBackend):
         self.model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(self.model)
         self._validate_randomize()
+        with wp.ScopedDevice(self._wp_device):
+            try:  # mujoco_warp checks the model's features as it puts it on the device
+                self._m = _.put_model(self.model)
+            except NotImplementedError as e:
+                raise CapabilityError(f"scene: mujoco_warp cannot simulate {self.scene}: {e}") from e
 
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
@@ -184,7 +189,7 @@ class MjwarpBackend(SimBackend):
     def _materialize(self) -> None:
         wp, mjw = self._wp, self._mjw
         with wp.ScopedDevice(self._wp_device):
-            self._m = m = mjw.put_model(self.model)
+            m = self._m
             self._d = d = mjw.make_data(
                 self.model, nworld=self.num_envs, nconmax=self.nconmax, njmax=self.njmax
             )
