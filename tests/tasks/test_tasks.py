@@ -3,8 +3,9 @@ steps of random actions without NaN, its Hydra config matches its constructor, a
 a task fails at construction on a backend that lacks a capability it needs.
 The quadruped stands under PD control; the reach reward peaks at the target.
 
-Genesis variants run only where genesis is installed; each builds a scene, so
-they are few.
+Every task also runs on every other installed backend (genesis; mjwarp on
+Warp's CPU device without a GPU), or fails at construction with an error naming
+what that backend lacks; those runs are marked slow (CI runs them).
 """
 
 import importlib.util
@@ -18,6 +19,7 @@ import yaml
 from gymnasium.utils.env_checker import check_env
 
 import unienv
+from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
 from unienv.tasks import TASKS, gym_id, require, task_class
@@ -25,7 +27,6 @@ from unienv.tasks import TASKS, gym_id, require, task_class
 CFG = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "cfg", "task")
 HEAVY = {"humanoid", "ant", "inverted_double_pendulum", "quadruped"}  # the slowest random runs
 HAS_GENESIS = importlib.util.find_spec("genesis") is not None
-genesis_only = pytest.mark.skipif(not HAS_GENESIS, reason="genesis is not installed")
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -37,8 +38,11 @@ def test_check_env(name):
         env.close()
 
 
-def random_run(name, backend="mujoco", num_envs=64, steps=1000, seed=0):
-    env = unienv.make(name, backend=backend, num_envs=num_envs, seed=seed)
+def random_run(name, backend="mujoco", num_envs=64, steps=1000, seed=0, **task_options):
+    device = {"mjwarp": MJWARP_DEVICE}.get(backend)
+    env = unienv.make(
+        name, backend=backend, num_envs=num_envs, seed=seed, device=device, task_options=task_options
+    )
     space = env.single_action_space
     low, high = (torch.as_tensor(x, device=env.device) for x in (space.low, space.high))
     generator = torch.Generator(env.device).manual_seed(seed)
@@ -65,11 +69,29 @@ def test_random_actions_stay_finite(name):
     random_run(name)
 
 
+OTHER_BACKENDS = (["genesis"] if HAS_GENESIS else []) + (["mjwarp"] if MJWARP_DEVICE else [])
+# what a backend cannot run, and the word its construction error must name
+CANNOT = {
+    ("genesis", "ant"): "mj_fields",  # cfrc_ext in the observation; the portable variant runs below
+    ("genesis", "humanoid"): "mj_fields",
+    ("genesis", "inverted_double_pendulum"): "mj_fields",
+    ("mjwarp", "humanoid"): "mjSOL_PGS",  # Gymnasium's humanoid.xml uses the PGS solver
+}
+
+
 @pytest.mark.slow
-@genesis_only
-@pytest.mark.parametrize("name", ["quadruped"])
-def test_random_actions_stay_finite_genesis(name):
-    random_run(name, backend="genesis")
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+@pytest.mark.parametrize("name", list(TASKS))
+def test_random_actions_stay_finite_on_other_backends(name, backend):
+    """1000 steps at 64 envs on every installed backend, or a clear error at construction."""
+    missing = CANNOT.get((backend, name))
+    if missing is None:
+        random_run(name, backend=backend)
+        return
+    with pytest.raises(CapabilityError, match=missing):
+        unienv.make(name, backend=backend, num_envs=2, device={"mjwarp": MJWARP_DEVICE}.get(backend))
+    if name == "ant":
+        random_run(name, backend=backend, include_cfrc_ext_in_observation=False)
 
 
 @pytest.mark.parametrize("name", [n for n in TASKS if n != "cartpole"])
@@ -111,7 +133,8 @@ def test_missing_capability_fails_at_construction(name):
 
 
 def stand(backend):
-    env = unienv.make("quadruped", backend=backend, num_envs=4, seed=0)
+    device = {"mjwarp": MJWARP_DEVICE}.get(backend)
+    env = unienv.make("quadruped", backend=backend, num_envs=4, seed=0, device=device)
     try:
         env.reset()
         steps = round(5.0 / env.task.dt)
@@ -127,14 +150,11 @@ def stand(backend):
         env.close()
 
 
-def test_quadruped_stands_under_pd():
-    stand("mujoco")
-
-
-@genesis_only
-@pytest.mark.slow
-def test_quadruped_stands_under_pd_genesis():
-    stand("genesis")
+@pytest.mark.parametrize(
+    "backend", ["mujoco"] + [pytest.param(b, marks=pytest.mark.slow) for b in OTHER_BACKENDS]
+)
+def test_quadruped_stands_under_pd(backend):
+    stand(backend)
 
 
 def test_reach_reward_is_maximal_at_target():
