@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Callable
 
-import numpy as np
 import torch
 import yaml
 
@@ -30,7 +29,7 @@ from unienv import backends
 from unienv.tasks import task_class
 
 
-def raw_mujoco(backend, decimation: int) -> Callable[[], None]:
+def raw_mujoco(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
     import mujoco
     from mujoco import batch as mjbatch
@@ -39,7 +38,7 @@ def raw_mujoco(backend, decimation: int) -> Callable[[], None]:
     model.opt.timestep = backend.dt
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
-    u = np.random.default_rng(0).uniform(-1, 1, ctrl.shape)
+    u = u.cpu().numpy()
 
     def step() -> None:
         ctrl[:] = u
@@ -49,7 +48,7 @@ def raw_mujoco(backend, decimation: int) -> Callable[[], None]:
     return step
 
 
-def raw_mjwarp(backend, decimation: int) -> Callable[[], None]:
+def raw_mjwarp(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
     import mujoco
     import mujoco_warp as mjw
@@ -64,7 +63,7 @@ def raw_mjwarp(backend, decimation: int) -> Callable[[], None]:
         m = mjw.put_model(model)
         d = mjw.make_data(model, nworld=num_envs)
         ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
-        u = torch.empty_like(ctrl).uniform_(-1, 1)
+        u = u.to(ctrl.device, ctrl.dtype)
         mjw.step(m, d)  # compile before capturing
         with wp.ScopedCapture() as capture:
             for _ in range(decimation):
@@ -81,7 +80,7 @@ def raw_mjwarp(backend, decimation: int) -> Callable[[], None]:
     return step
 
 
-def raw_genesis(backend, decimation: int) -> Callable[[], None]:
+def raw_genesis(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     """Genesis alone, built with the backend's own options: write the actuators' controls,
     step `decimation` times, read qpos and qvel."""
     import genesis as gs
@@ -97,7 +96,7 @@ def raw_genesis(backend, decimation: int) -> Callable[[], None]:
     robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
     scene.build(n_envs=backend.num_envs)
     dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
-    ctrl = torch.rand(backend.num_envs, len(dofs), device=gs.device, dtype=gs.tc_float) * 2 - 1
+    ctrl = u.to(gs.device, gs.tc_float)
 
     def step() -> None:
         robot.control_dofs_position(ctrl, dofs)
@@ -140,10 +139,12 @@ def measure(
     the_task = task_class(task)(**task_options)
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
-    raw = RAW_LOOPS[backend](sim, the_task.decimation)
-    ctrl = torch.zeros(num_envs, sim.nu, dtype=sim.get_capabilities().dtype, device=sim.device).uniform_(
-        -1, 1
-    )
+    # the same controls from the same initial state (the model's qpos0), so that raw and
+    # backend simulate the same motions and their costs compare
+    generator = torch.Generator().manual_seed(0)
+    ctrl = torch.rand(num_envs, sim.nu, generator=generator, dtype=torch.float64) * 2 - 1
+    ctrl = ctrl.to(sim.device, sim.get_capabilities().dtype)
+    raw = RAW_LOOPS[backend](sim, the_task.decimation, ctrl)
     views = sim.get_state_views()
 
     def backend_step() -> None:

@@ -7,14 +7,16 @@ backend is deterministic.
 
 Views: `get_state_views()` returns torch tensors that share memory with the
 batch's float64 state rows (time, qpos, qvel, ctrl); a write to them is the
-env's state at its next step. Sensor views share memory with the batch's
-sensordata output. Body views, contact forces and Jacobians are computed per
-call (they gather rows) and are fresh copies.
+env's state at its next step. `get_sensor_view` returns a view of the batch's
+sensordata output as of that call. Body views, contact forces, Jacobians and
+`get_mj_field` values are computed per call (they gather rows) and are copies.
 
-Freshness: every step ends with `mj_forward`'s stages at the new state
-(`mjSTAGE_ACC`), as `set_state_tensor` does, so every derived quantity (body
-poses and velocities, sensors, contact forces, `get_mj_field`) describes the
-state the backend holds; the cost is one forward pass per `step_tensor` call.
+Freshness: a step runs MuJoCo's steps alone, so a loop that reads only the
+state views pays exactly what raw `mujoco.batch` pays. The first read of a
+derived quantity after a step (body views, sensors, contact forces, Jacobians,
+`get_mj_field`) runs `mj_forward` once over all envs, so every derived quantity
+describes the state the backend holds; `set_state_tensor` and DR writes run it
+for the rows they write.
 
 Contact forces come from MuJoCo's `cfrc_ext`, which MuJoCo computes only for
 models with force-like sensors; the backend appends one hidden accelerometer
@@ -159,7 +161,7 @@ class MujocoBackend(SimBackend):
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
-        self._applied_force: torch.Tensor | None = None  # force of the last step's wrench
+        self._fresh = True  # derived outputs describe the current state of every env
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
@@ -174,12 +176,17 @@ class MujocoBackend(SimBackend):
 
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
-        self._batch.step(nstep=nsteps, stage=_ACC)
+        self._batch.step(nstep=nsteps)
+        self._fresh = False
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
-        else:
-            self._applied_force = None
+
+    def _refresh(self) -> None:
+        """mj_forward over all envs if a step left the derived outputs behind the state."""
+        if not self._fresh:
+            self._batch.forward(stage=_ACC)
+            self._fresh = True
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -201,6 +208,7 @@ class MujocoBackend(SimBackend):
         self._batch.forward(rows, stage=_ACC)
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
+        self._refresh()
         o = self._out
         pos = o["xpos"][:, body_ids]
         cvel = o["cvel"][:, body_ids]
@@ -211,32 +219,33 @@ class MujocoBackend(SimBackend):
         return BodyViews(pos, o["xquat"][:, body_ids], lin, ang.clone())
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
+        self._refresh()
         adr, dim = int(self.info.sensor_adr[sensor_id]), int(self.info.sensor_dim[sensor_id])
         return self._out["sensordata"][:, adr : adr + dim]
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
-        force = self._out["cfrc_ext"][:, body_ids, 3:]
-        if self._applied_force is not None:  # cfrc_ext includes the applied wrench
-            force = force - self._applied_force[:, body_ids]
-        return force.clone()
+        self._refresh()  # after the step cleared its wrench, which cfrc_ext would include
+        return self._out["cfrc_ext"][:, body_ids, 3:].clone()
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self._refresh()
         body = int(self.model.site_bodyid[site_id])
         point = self._out["site_xpos"][:, site_id].numpy()
         jacp, jacr = self._batch.jac(body, point)
         return torch.from_numpy(jacp), torch.from_numpy(jacr)
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
+        self._refresh()  # contact forces read before the step must not include the wrench
         self._xfrc[:] = 0.0
         self._xfrc[:, body_ids, :3] = force.numpy()
         self._xfrc[:, body_ids, 3:] = torque.numpy()
-        self._applied_force = torch.from_numpy(self._xfrc[:, :, :3].copy())
         self._wrench_pending = True
 
     def _mj_field(self, name: str) -> torch.Tensor:
         if name not in self._mj_bound:  # a newly bound output is filled by the next call
             self._mj_bound[name] = self._batch.bind(name)
-            self._batch.forward(stage=_ACC)  # at the current state: the same values, now bound
+            self._fresh = False
+        self._refresh()
         value = torch.from_numpy(self._mj_bound[name].copy())
         if name == "site_xpos":  # without the hidden sensor's site, which is last
             value = value[:, : len(self.info.names["site"])]
