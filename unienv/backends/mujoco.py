@@ -11,12 +11,15 @@ env's state at its next step. `get_sensor_view` returns a view of the batch's
 sensordata output as of that call. Body views, contact forces, Jacobians and
 `get_mj_field` values are computed per call (they gather rows) and are copies.
 
-Freshness: a step runs MuJoCo's steps alone, so a loop that reads only the
-state views pays exactly what raw `mujoco.batch` pays. The first read of a
-derived quantity after a step (body views, sensors, contact forces, Jacobians,
-`get_mj_field`) runs `mj_forward` once over all envs, so every derived quantity
-describes the state the backend holds; `set_state_tensor` and DR writes run it
-for the rows they write.
+Freshness: every derived quantity (body views, sensors, contact forces,
+Jacobians, `get_mj_field`) describes the state the backend holds, as after
+`mj_forward`. A loop that reads only the state views pays what raw
+`mujoco.batch` pays: its steps run MuJoCo's steps alone. The first derived read
+after such a step runs `mj_forward` over all envs; and once derived quantities
+are read between two steps, the next step computes them inside the same batch
+call (`mjSTAGE_ACC`), which is cheaper. `set_state_tensor` and DR writes run
+`mj_forward` for the rows they write. mj_forward writes no state, so none of
+this changes a trajectory.
 
 Contact forces come from MuJoCo's `cfrc_ext`, which MuJoCo computes only for
 models with force-like sensors; the backend appends one hidden accelerometer
@@ -162,6 +165,7 @@ class MujocoBackend(SimBackend):
         }
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
         self._fresh = True  # derived outputs describe the current state of every env
+        self._derived_read = False  # a derived quantity was read since the last step
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
@@ -176,14 +180,18 @@ class MujocoBackend(SimBackend):
 
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
-        self._batch.step(nstep=nsteps)
-        self._fresh = False
+        # derived quantities at the new state inside the step, if the caller reads them; not
+        # with a wrench on, which cfrc_ext would include (it is cleared below)
+        stage = _ACC if self._derived_read and not self._wrench_pending else _NONE
+        self._batch.step(nstep=nsteps, stage=stage)
+        self._fresh, self._derived_read = stage == _ACC, False
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
 
     def _refresh(self) -> None:
         """mj_forward over all envs if a step left the derived outputs behind the state."""
+        self._derived_read = True
         if not self._fresh:
             self._batch.forward(stage=_ACC)
             self._fresh = True
