@@ -1,5 +1,8 @@
 """UniEnv: Gymnasium's vector API, autoreset modes, seeding, refusals, NumPy form."""
 
+import os
+import subprocess
+import sys
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -190,3 +193,20 @@ def test_make_vec_and_render():
     assert frame.shape == (480, 640, 3) and frame.dtype == np.uint8
     assert frame.std() > 10  # a scene, not a blank image
     env.close()
+
+
+def test_renders_headless_even_when_mujoco_was_imported_first():
+    """MuJoCo picks GLFW when imported first with MUJOCO_GL unset; with no display unienv uses EGL."""
+    code = (
+        "import mujoco, unienv\n"
+        "env = unienv.make('cartpole', num_envs=1, render_mode='rgb_array')\n"
+        "env.reset(seed=0)\n"
+        "(frame,) = env.render()\n"
+        "print(frame.shape, frame.std() > 10)\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY", "PYOPENGL_PLATFORM")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(480, 640, 3) True"

@@ -19,12 +19,30 @@ import mujoco
 import numpy as np
 
 
+def _headless_gl() -> None:
+    """Use EGL if MuJoCo chose GLFW but there is no display.
+
+    MuJoCo picks its OpenGL platform when it is first imported (MUJOCO_GL); a
+    program that imported mujoco before unienv on a headless machine got GLFW,
+    which needs a display, and its renderer would fail. EGL is what unienv sets
+    when it is imported first.
+    """
+    from mujoco.rendering.classic import gl_context
+
+    if os.environ.get("DISPLAY") or "glfw" not in getattr(gl_context.GLContext, "__module__", ""):
+        return
+    from mujoco import egl
+
+    gl_context.GLContext = egl.GLContext
+
+
 class Renderer:
     """Renders (H, W, 3) uint8 frames of a scene from qpos rows, with a free camera."""
 
     def __init__(
         self, scene: str, width: int = 640, height: int = 480, camera: Mapping[str, Any] | None = None
     ):
+        _headless_gl()
         self.model = mujoco.MjModel.from_xml_path(scene)
         self.model.vis.global_.offwidth = max(width, self.model.vis.global_.offwidth)
         self.model.vis.global_.offheight = max(height, self.model.vis.global_.offheight)
