@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
