@@ -431,16 +431,17 @@ class SimBackend(abc.ABC):
         self._apply_body_wrench(ids, force, torque)
 
     def get_mj_field(self, name: str) -> torch.Tensor:
-        """MuJoCo's mjData field `name` (one of MJ_FIELDS) for every env, (N, ...) float64.
+        """MuJoCo's mjData field `name` (one of MJ_FIELDS) for every env, (N, ...), a copy
+        in the backend's float dtype.
 
         Values are those at the current state, as `mj_forward` then
         `mj_rnePostConstraint` compute them (not one substep behind, as after
-        `mj_step`), with the controls of the last step. A fresh copy.
+        `mj_step`), with the controls of the last step.
         """
         self._ready()
-        self._require("mj_fields")
         if name not in MJ_FIELDS:
             raise unknown_name("MuJoCo field", name, MJ_FIELDS)
+        self._require("mj_fields")
         return self._mj_field(name)
 
     # ---- snapshots ----------------------------------------------------------
