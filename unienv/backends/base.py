@@ -115,6 +115,20 @@ class BodyViews(NamedTuple):
     ang_vel: torch.Tensor  # (N, B, 3)
 
 
+def mj_body_views(out: Mapping[str, torch.Tensor], root: torch.Tensor, ids: torch.Tensor) -> BodyViews:
+    """BodyViews of bodies `ids` from MuJoCo's xpos, xquat, cvel and subtree_com (N, nbody, ...).
+
+    cvel is the spatial velocity [angular, linear] at the subtree COM of each
+    body's root (`root`, MuJoCo's body_rootid); the origin's linear velocity is
+    v + w x (p - c).
+    """
+    pos = out["xpos"][:, ids]
+    cvel = out["cvel"][:, ids]
+    ang = cvel[..., :3]
+    lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - out["subtree_com"][:, root[ids]], dim=-1)
+    return BodyViews(pos, out["xquat"][:, ids], lin, ang.clone())
+
+
 @dataclasses.dataclass(frozen=True)
 class SceneInfo:
     """Cold-path model metadata in MJCF order, as NumPy arrays.

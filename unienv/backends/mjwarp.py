@@ -69,6 +69,7 @@ from unienv.backends.base import (
     SceneInfo,
     SimBackend,
     load_mjmodel,
+    mj_body_views,
 )
 from unienv.errors import ArgumentError, CapabilityError
 
@@ -325,14 +326,8 @@ class MjwarpBackend(SimBackend):
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh()
-        o, ids = self._out, torch.as_tensor(body_ids, device=self.device)
-        pos = o["xpos"][:, ids]
-        cvel = o["cvel"][:, ids]
-        ang = cvel[..., :3]
-        # cvel is the spatial velocity at the root's subtree COM; move it to the body origin
-        com = o["subtree_com"][:, self._root[ids]]
-        lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - com, dim=-1)
-        return BodyViews(pos.clone(), o["xquat"][:, ids].clone(), lin, ang.clone())
+        views = mj_body_views(self._out, self._root, torch.as_tensor(body_ids, device=self.device))
+        return BodyViews(views.pos.clone(), views.quat.clone(), views.lin_vel, views.ang_vel)
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
         self._refresh()

@@ -51,6 +51,7 @@ from unienv.backends.base import (
     SceneInfo,
     SimBackend,
     load_mjmodel,
+    mj_body_views,
 )
 from unienv.errors import ArgumentError
 
@@ -217,14 +218,7 @@ class MujocoBackend(SimBackend):
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh()
-        o = self._out
-        pos = o["xpos"][:, body_ids]
-        cvel = o["cvel"][:, body_ids]
-        ang = cvel[..., :3]
-        # cvel is the spatial velocity at the root's subtree COM; move it to the origin
-        com = o["subtree_com"][:, self._root[body_ids]]
-        lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - com, dim=-1)
-        return BodyViews(pos, o["xquat"][:, body_ids], lin, ang.clone())
+        return mj_body_views(self._out, self._root, torch.from_numpy(body_ids))
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
         self._refresh()
