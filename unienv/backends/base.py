@@ -87,6 +87,10 @@ class Capabilities:
     site_jacobian: bool = True
     body_wrench: bool = True
     mj_fields: bool = False  # get_mj_field: MuJoCo's own derived quantities (MJ_FIELDS)
+    # the engine's state lives on a device that a host read would wait for (CUDA, or an engine
+    # built for it run on the CPU): unienv then drives it with masks and static shapes and never
+    # reads a device value on the host in the hot path (no bool(t), .item(), .cpu(), nonzero)
+    sync_free: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

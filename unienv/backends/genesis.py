@@ -269,6 +269,7 @@ class GenesisBackend(SimBackend):
             device=str(self.device),
             dtype=self._dtype,
             deterministic=self.device.type == "cpu",
+            sync_free=True,
         )
 
     # ---- lifecycle ----------------------------------------------------------

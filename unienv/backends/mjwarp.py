@@ -183,6 +183,7 @@ class MjwarpBackend(SimBackend):
             dtype=torch.float32,
             deterministic=self.device.type == "cpu",
             mj_fields=True,
+            sync_free=True,
         )
 
     # ---- lifecycle ----------------------------------------------------------
