@@ -6,6 +6,11 @@ object per env and no Python loop. What env i samples depends only on its seed
 and on how many numbers it has drawn, never on which other envs reset at the
 same time; so a vector of N envs seeded s samples exactly what N single envs
 seeded s, s+1, ... sample, bit for bit, on any device.
+
+Two ways to pick the envs that draw: `for_envs(ids)` draws rows for those ids
+(dynamic shapes, cheap on the CPU); `for_mask(mask)` draws a row for every env
+but advances only the masked envs' streams (static shapes, no host sync, for
+device backends). Env i's draws are the same either way.
 """
 
 from __future__ import annotations
@@ -46,29 +51,42 @@ class EnvRandom:
         self._counts[ids] = 0
 
     def for_envs(self, env_ids: torch.Tensor) -> Sampler:
+        """Draws for the envs env_ids, one row each."""
         return Sampler(self, env_ids.to(self.device))
 
-    def _bits(self, env_ids: torch.Tensor, count: int) -> torch.Tensor:
-        """(len(env_ids), count) fresh 64-bit draws; advances those envs' streams."""
-        index = self._counts[env_ids, None] + torch.arange(count, device=self.device)
-        self._counts[env_ids] += count
-        return _splitmix64(self._keys[env_ids, None] ^ _splitmix64(index))
+    def for_mask(self, mask: torch.Tensor) -> Sampler:
+        """Draws for every env (one row each) that advance only the streams where mask."""
+        return Sampler(self, None, mask)
+
+    def _bits(self, env_ids: torch.Tensor | None, count: int, advance: torch.Tensor | None) -> torch.Tensor:
+        """(rows, count) fresh 64-bit draws for env_ids (None: every env); advances those
+        envs' streams, or with `advance` (a mask over every env) only the masked ones."""
+        rows = slice(None) if env_ids is None else env_ids
+        counts, keys = self._counts[rows], self._keys[rows]
+        index = counts[:, None] + torch.arange(count, device=self.device)
+        if advance is None:
+            self._counts[rows] = counts + count
+        else:
+            self._counts += advance * count
+        return _splitmix64(keys[:, None] ^ _splitmix64(index))
 
 
 class Sampler:
-    """Draws for a fixed set of envs: each method returns (len(env_ids), *shape)."""
+    """Draws for a fixed set of envs: each method returns (rows, *shape), a row per env
+    in env_ids, or per env (env_ids None) with only the `advance` mask's streams moved."""
 
-    def __init__(self, source: EnvRandom, env_ids: torch.Tensor):
-        self._source, self.env_ids = source, env_ids
+    def __init__(self, source: EnvRandom, env_ids: torch.Tensor | None, advance: torch.Tensor | None = None):
+        self._source, self.env_ids, self._advance = source, env_ids, advance
+        self.rows = len(source._keys) if env_ids is None else len(env_ids)
 
     def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float64) -> torch.Tensor:
         """Uniform on [low, high); low and high broadcast against (n, *shape)."""
         n = 1
         for s in shape:
             n *= s
-        bits = self._source._bits(self.env_ids, n)
+        bits = self._source._bits(self.env_ids, n, self._advance)
         unit = _shr(bits, 11).to(torch.float64) * (2.0**-53)
-        unit = unit.reshape(len(self.env_ids), *shape)
+        unit = unit.reshape(self.rows, *shape)
         return (low + (high - low) * unit).to(dtype)
 
     def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=torch.float64) -> torch.Tensor:
