@@ -19,6 +19,7 @@ larger than solver tolerances explain and is not yet diagnosed.
 import importlib.util
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -100,6 +101,54 @@ def test_mass_dr_recomputes_derived_constants():
         assert acc0[1, 0] < acc0[0, 0]  # the servo accelerates the heavier cart less
         inertia = b._wp.to_torch(b._m.body_inertia).cpu()
         assert torch.allclose(inertia[1, cart], 4.0 * inertia[0, cart])
+
+
+@needs_engine
+def test_two_backends_step_from_two_threads():
+    """Warp's graph capture is per process: two backends captured and stepped at once from two
+    threads take turns (no "Graph capture already in progress", no launch recorded into the
+    other's graph), and each follows the trajectory it follows alone."""
+    made = [MjwarpBackend(SCENE, 2, SIM_DT, device=MJWARP_DEVICE) for _ in range(3)]
+
+    def trajectory(b, start=None):
+        if start is not None:
+            start.wait()  # both threads capture their first graphs at the same moment
+        out = []
+        for k in range(4):
+            qpos, qvel = _rows(b, 0.1 * k)
+            b.set_state_tensor(torch.tensor([1]), qpos[1:], qvel[1:])  # a reset graph
+            b.step_tensor(torch.full((2, b.nu), 0.5, device=b.device), nsteps=3)  # a step graph
+            out.append(b.get_sensor_view("tip_pos").clone().cpu())  # a forward graph
+        return torch.stack(out)
+
+    with made[0], made[1], made[2]:
+        start, results, errors = threading.Barrier(2), {}, []
+
+        def run(i):
+            try:
+                results[i] = trajectory(made[i], start)
+            except Exception as e:  # reported below, in the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not errors, errors
+        alone = trajectory(made[2])
+        for i in (0, 1):
+            if made[2].get_capabilities().deterministic:
+                assert torch.equal(results[i], alone)
+            else:
+                assert torch.allclose(results[i], alone, atol=1e-5)
+
+
+def _rows(b, tilt):
+    """qpos/qvel for every env: the contract scene at rest, the pole tilted by `tilt`."""
+    qpos = torch.as_tensor(b.info.qpos0, dtype=torch.float32, device=b.device).repeat(b.num_envs, 1)
+    qpos[:, b.joint_qpos_slice("hinge")] = tilt
+    return qpos, torch.zeros(b.num_envs, b.nv, device=b.device)
 
 
 # ---- cross-check against the CPU mujoco backend ------------------------------------------------

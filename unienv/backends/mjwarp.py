@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,6 +96,12 @@ _SET_CONST_OUTPUTS = (
     "tendon_invweight0",
     "actuator_acc0",
 )
+
+# Warp's graph capture is process-wide state (on its CPU device every launch from any thread is
+# recorded into the capture in progress; on CUDA the backends share the device's Warp stream), so
+# every backend's Warp work, captured or not, runs under this one lock: two envs stepped from two
+# threads then take turns instead of failing with "Graph capture already in progress" or crashing.
+_WARP_LOCK = threading.RLock()
 
 _INSTALL_HINT = "install it with: pip install 'unienv[mjwarp]'"
 _NO_CUDA = (
@@ -170,7 +177,7 @@ class MjwarpBackend(SimBackend):
         self.model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(self.model)
         self._validate_randomize()
-        with wp.ScopedDevice(self._wp_device):
+        with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
             try:  # mujoco_warp checks the model's features as it puts it on the device
                 self._m = _.put_model(self.model)
             except NotImplementedError as e:
@@ -190,7 +197,7 @@ class MjwarpBackend(SimBackend):
 
     def _materialize(self) -> None:
         wp, mjw = self._wp, self._mjw
-        with wp.ScopedDevice(self._wp_device):
+        with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
             m = self._m
             self._d = d = mjw.make_data(
                 self.model, nworld=self.num_envs, nconmax=self.nconmax, njmax=self.njmax
@@ -236,8 +243,9 @@ class MjwarpBackend(SimBackend):
             self._stream = wp.get_stream(self._wp_device)
 
     def _close(self) -> None:
-        self._graphs.clear()
-        del self._views, self._out, self._d, self._m
+        with _WARP_LOCK:  # frees device memory, which must not land inside another thread's capture
+            self._graphs.clear()
+            del self._views, self._out, self._d, self._m
 
     # ---- running engine work ------------------------------------------------
 
@@ -248,28 +256,30 @@ class MjwarpBackend(SimBackend):
         its launches in C++, without Python). On CUDA the Warp stream waits for
         torch's current stream before, and torch's stream for the Warp stream after,
         so torch's reads and writes of the views are ordered with the engine's
-        without a host sync. key=None runs `work()` uncaptured.
+        without a host sync. key=None runs `work()` uncaptured. Holds _WARP_LOCK: one
+        capture at a time in the process, and no launch lands inside another's capture.
         """
         wp = self._wp
-        torch_stream = None
-        if self._stream is not None:
-            torch_stream = self._torch_streams.get(torch.cuda.current_stream(self.device).cuda_stream)
-            if torch_stream is None:
-                torch_stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
-                self._torch_streams[torch.cuda.current_stream(self.device).cuda_stream] = torch_stream
-            self._stream.wait_stream(torch_stream)
-        with wp.ScopedDevice(self._wp_device):
-            if key is None:
-                work()
-            else:
-                graph = self._graphs.get(key)
-                if graph is None:
-                    with wp.ScopedCapture(device=self._wp_device, stream=self._stream) as capture:
-                        work()
-                    self._graphs[key] = graph = capture.graph
-                wp.capture_launch(graph, stream=self._stream)
-        if torch_stream is not None:
-            torch_stream.wait_stream(self._stream)
+        with _WARP_LOCK:
+            torch_stream = None
+            if self._stream is not None:
+                current = torch.cuda.current_stream(self.device)
+                torch_stream = self._torch_streams.get(current.cuda_stream)
+                if torch_stream is None:
+                    torch_stream = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
+                self._stream.wait_stream(torch_stream)
+            with wp.ScopedDevice(self._wp_device):
+                if key is None:
+                    work()
+                else:
+                    graph = self._graphs.get(key)
+                    if graph is None:
+                        with wp.ScopedCapture(device=self._wp_device, stream=self._stream) as capture:
+                            work()
+                        self._graphs[key] = graph = capture.graph
+                    wp.capture_launch(graph, stream=self._stream)
+            if torch_stream is not None:
+                torch_stream.wait_stream(self._stream)
 
     def _steps(self, nsteps: int):
         m, d, step = self._m, self._d, self._mjw.step
@@ -363,7 +373,7 @@ class MjwarpBackend(SimBackend):
         values = self._out[name]
         if name == "site_xpos":
             values = values[:, : len(self.info.names["site"])]
-        return values.to(torch.float64)
+        return values.clone()  # float32, the engine's (and the backend's) dtype
 
     # ---- snapshots ----------------------------------------------------------
 
@@ -435,9 +445,10 @@ class MjwarpBackend(SimBackend):
         obj = self._m.opt if holder == "opt" else self._m
         array = getattr(obj, field)
         if array.shape[0] != self.num_envs:
-            host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
-            setattr(obj, field, wp.array(host, dtype=array.dtype, device=self._wp_device))
-            self._graphs.clear()  # captured graphs hold the old array
+            with _WARP_LOCK:  # a device copy, kept out of other threads' captures
+                host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
+                setattr(obj, field, wp.array(host, dtype=array.dtype, device=self._wp_device))
+                self._graphs.clear()  # captured graphs hold the old array
         return self._field(field, holder)
 
     def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
