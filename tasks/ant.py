@@ -19,8 +19,6 @@ With include_cfrc_ext_in_observation=False (v5's option of that name) the
 observation is the first 27 entries and the contact term uses the net contact
 force on each body (get_contact_forces, of the last physics substep) instead of
 cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces.
-observe() records the x that the next reward() differences against (the env
-observes after every step and every reset).
 """
 
 import os
@@ -29,8 +27,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, forward_velocity, noisy_reset, read_state
 
 
 class Ant(Task):
@@ -69,52 +68,41 @@ class Ant(Task):
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
 
     def setup(self, backend):
+        super().setup(backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
-        self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
-
-    def contact(self, backend):
-        """Clipped contact wrenches (N, 13, 6), or net contact forces (N, 13, 3)."""
+    def read(self, backend):
+        s = read_state(backend)
         if self.include_cfrc_ext_in_observation:
             wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
         else:
             wrench = backend.get_contact_forces(self.bodies)
-        return wrench.to(self.qpos0.device, torch.float64).clamp(*self.contact_force_range)
+        s["contact"] = wrench.clamp(*self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
+        q = s["qpos"]
+        finite = torch.isfinite(q).all(1) & torch.isfinite(s["qvel"]).all(1)
+        s["healthy"] = finite & (q[:, 2] >= self.healthy_z_range[0]) & (q[:, 2] <= self.healthy_z_range[1])
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        self.x = s["qpos"][:, 0].clone()
+    def observe(self, s, memory):
         obs = [s["qpos"][:, 2:], s["qvel"]]
         if self.include_cfrc_ext_in_observation:
-            obs.append(self.contact(backend).flatten(1))
+            obs.append(s["contact"].flatten(1))
         return torch.cat(obs, dim=1)
 
-    def healthy(self, backend):
-        s = backend.get_state_views()
-        z = s["qpos"][:, 2]
-        finite = torch.isfinite(s["qpos"]).all(1) & torch.isfinite(s["qvel"]).all(1)
-        return finite & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
-
-    def reward(self, backend, action):
-        x_velocity = (backend.get_state_views()["qpos"][:, 0] - self.x) / self.dt
+    def reward(self, s, prev, action, memory):
         terms = {
-            "forward": self.forward_reward_weight * x_velocity,
-            "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
-            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
-            "contact": -self.contact_cost_weight * (self.contact(backend) ** 2).sum((1, 2)),
+            "forward": self.forward_reward_weight
+            * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
+            "healthy": self.healthy_reward * s["healthy"].to(self.dtype),
+            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
+            "contact": -self.contact_cost_weight * s["contact"].square().sum((1, 2)),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        unhealthy = ~self.healthy(backend)
-        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
+    def terminated(self, s, memory):
+        return ~s["healthy"] if self.terminate_when_unhealthy else torch.zeros_like(s["healthy"])
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s).to(self.qpos0.device)
-        qvel = s * rng.normal((self.nv,)).to(self.qpos0.device)
-        return qpos, qvel
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale, gaussian_qvel=True)

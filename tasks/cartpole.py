@@ -14,7 +14,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
+from unienv.tasks.common import ctrl_cost, read_state
 
 SCENE = os.path.join(os.path.dirname(__file__), "assets", "cartpole.xml")
 
@@ -37,42 +38,38 @@ class Cartpole(Task):
         self.rail = rail
 
     def setup(self, backend):
+        super().setup(backend)
         self.x = backend.joint_qpos_slice("slider").start
         self.theta = backend.joint_qpos_slice("hinge").start
         self.nq, self.nv = backend.nq, backend.nv
+        self.cos_max_angle = float(np.cos(self.max_angle))
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        s = read_state(backend)
+        theta = s["qpos"][:, self.theta]
+        s["cos"], s["sin"] = theta.cos(), theta.sin()
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        x, theta = s["qpos"][:, self.x], s["qpos"][:, self.theta]
-        obs = (x, torch.cos(theta), torch.sin(theta), s["qvel"][:, self.x], s["qvel"][:, self.theta])
-        return torch.stack(obs, dim=1).to(torch.float32)
+    def observe(self, s, memory):
+        q, v = s["qpos"], s["qvel"]
+        return torch.stack((q[:, self.x], s["cos"], s["sin"], v[:, self.x], v[:, self.theta]), 1)
 
-    def reward(self, backend, action):
-        theta = backend.get_state_views()["qpos"][:, self.theta]
+    def reward(self, s, prev, action, memory):
         if self.swingup:
-            terms = {
-                "upright": (1.0 + torch.cos(theta)) / 2.0,
-                "ctrl": -0.01 * (action.to(torch.float64) ** 2).sum(1),
-            }
+            terms = {"upright": (1.0 + s["cos"]) / 2.0, "ctrl": ctrl_cost(action, 0.01)}
         else:
-            terms = {"alive": (~self.terminated(backend)).to(torch.float64)}
-        return sum(terms.values()), terms
+            terms = {"alive": (~self.terminated(s, memory)).to(self.dtype)}
+        return total(terms), terms
 
-    def terminated(self, backend):
-        q = backend.get_state_views()["qpos"]
-        off_rail = q[:, self.x].abs() > self.rail
+    def terminated(self, s, memory):
+        off_rail = s["qpos"][:, self.x].abs() > self.rail
         if self.swingup:
             return off_rail
-        return off_rail | (torch.remainder(q[:, self.theta] + torch.pi, 2 * torch.pi) - torch.pi).abs().gt(
-            self.max_angle
-        )
+        return off_rail | (s["cos"] < self.cos_max_angle)  # |theta| > max_angle, theta wrapped
 
     def reset_state(self, env_ids, rng):
-        qpos = rng.uniform((self.nq,), -0.05, 0.05)
-        qvel = rng.uniform((self.nv,), -0.05, 0.05)
+        qpos = rng.uniform((self.nq,), -0.05, 0.05, dtype=self.dtype)
+        qvel = rng.uniform((self.nv,), -0.05, 0.05, dtype=self.dtype)
         if self.swingup:
             qpos[:, self.theta] += torch.pi
         return qpos, qvel

@@ -5,8 +5,6 @@ torques in [-1, 1]. Reward terms, as in v5: forward (root x velocity over the
 env step) and ctrl (-0.1 |a|^2). Never terminates; truncated after 1000 steps.
 Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2). Needs only qpos and qvel, so it
 runs on every backend; on mujoco it matches v5 to float precision.
-observe() records the x that the next reward() differences against (the env
-observes after every step and every reset).
 """
 
 import os
@@ -15,8 +13,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, forward_velocity, noisy_reset, read_state
 
 
 class HalfCheetah(Task):
@@ -41,31 +40,26 @@ class HalfCheetah(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        super().setup(backend)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
-        self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        return read_state(backend)
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        self.x = s["qpos"][:, 0].clone()
+    def observe(self, s, memory):
         return torch.cat((s["qpos"][:, 1:], s["qvel"]), dim=1)
 
-    def reward(self, backend, action):
-        x_velocity = (backend.get_state_views()["qpos"][:, 0] - self.x) / self.dt
+    def reward(self, s, prev, action, memory):
         terms = {
-            "forward": self.forward_reward_weight * x_velocity,
-            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
+            "forward": self.forward_reward_weight
+            * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
+            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+    def terminated(self, s, memory):
+        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        qvel = s * rng.normal((self.nv,))
-        return qpos, qvel
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale, gaussian_qvel=True)

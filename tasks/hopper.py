@@ -18,8 +18,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state
 
 
 class Hopper(Task):
@@ -54,45 +55,35 @@ class Hopper(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        super().setup(backend)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
-        self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        s = read_state(backend)
+        q = s["qpos"]
+        state = torch.cat((q[:, 2:], s["qvel"]), dim=1)
+        s["healthy"] = (
+            inside(state, *self.healthy_state_range).all(1)
+            & inside(q[:, 1], *self.healthy_z_range)
+            & inside(q[:, 2], *self.healthy_angle_range)
+        )
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        self.x = s["qpos"][:, 0].clone()
+    def observe(self, s, memory):
         return torch.cat((s["qpos"][:, 1:], s["qvel"].clamp(-10.0, 10.0)), dim=1)
 
-    def healthy(self, backend):
-        s = backend.get_state_views()
-        state = torch.cat((s["qpos"][:, 2:], s["qvel"]), dim=1)
-        z, angle = s["qpos"][:, 1], s["qpos"][:, 2]
-        (lo_s, hi_s), (lo_z, hi_z), (lo_a, hi_a) = (
-            self.healthy_state_range,
-            self.healthy_z_range,
-            self.healthy_angle_range,
-        )
-        healthy_state = ((state > lo_s) & (state < hi_s)).all(1)
-        return healthy_state & (z > lo_z) & (z < hi_z) & (angle > lo_a) & (angle < hi_a)
-
-    def reward(self, backend, action):
-        x_velocity = (backend.get_state_views()["qpos"][:, 0] - self.x) / self.dt
+    def reward(self, s, prev, action, memory):
         terms = {
-            "forward": self.forward_reward_weight * x_velocity,
-            "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
-            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
+            "forward": self.forward_reward_weight
+            * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
+            "healthy": self.healthy_reward * s["healthy"].to(self.dtype),
+            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        unhealthy = ~self.healthy(backend)
-        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
+    def terminated(self, s, memory):
+        return ~s["healthy"] if self.terminate_when_unhealthy else torch.zeros_like(s["healthy"])
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        qvel = rng.uniform((self.nv,), -s, s)
-        return qpos, qvel
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)

@@ -14,9 +14,7 @@ cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
 here they are at the state the env returns, as after mj_forward. The parity
 test compares with v5 refreshed by mj_forward (identical, trajectories
 unchanged); against unmodified v5 the cfrc_ext entries differ by hundreds of N
-and rewards by up to ~0.35 (contact and forward terms). observe() records the COM that
-the next reward() differences against (the env observes after every step and
-every reset).
+and rewards by up to ~0.35 (contact and forward terms).
 """
 
 import os
@@ -25,8 +23,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state
 
 
 class Humanoid(Task):
@@ -62,48 +61,43 @@ class Humanoid(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        self.mass = torch.as_tensor(backend.info.body_mass, device=backend.device)
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        super().setup(backend)
+        self.mass = self.tensor(backend.info.body_mass)[:, None]
+        self.total_mass = float(backend.info.body_mass.sum())
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
-        self.com = torch.zeros(backend.num_envs, 2, dtype=torch.float64, device=backend.device)
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        s = read_state(backend)
+        f = backend.get_mj_field
+        s["com"] = (self.mass * f("xipos")).sum(1)[:, :2] / self.total_mass  # the whole body's COM (x, y)
+        for name in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"):
+            s[name] = f(name)
+        return s
 
-    def mass_center(self, backend):
-        xipos = backend.get_mj_field("xipos").to(self.mass.device)
-        return (self.mass[:, None] * xipos).sum(1)[:, :2] / self.mass.sum()
+    def observe(self, s, memory):
+        n = len(s["qpos"])
+        fields = [s[k][:, 1:].reshape(n, -1) for k in ("cinert", "cvel")]
+        fields += [s["qfrc_actuator"][:, 6:], s["cfrc_ext"][:, 1:].reshape(n, -1)]
+        return torch.cat([s["qpos"][:, 2:], s["qvel"], *fields], dim=1)
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        n, f = backend.num_envs, backend.get_mj_field
-        self.com = self.mass_center(backend)
-        fields = [f(k)[:, 1:].reshape(n, -1) for k in ("cinert", "cvel")]
-        fields += [f("qfrc_actuator")[:, 6:], f("cfrc_ext")[:, 1:].reshape(n, -1)]
-        return torch.cat([s["qpos"][:, 2:], s["qvel"]] + [x.to(s["qpos"].device) for x in fields], dim=1)
-
-    def healthy(self, backend):
-        z = backend.get_state_views()["qpos"][:, 2]
-        return (z > self.healthy_z_range[0]) & (z < self.healthy_z_range[1])
-
-    def reward(self, backend, action):
-        x_velocity = (self.mass_center(backend)[:, 0] - self.com[:, 0]) / self.dt
-        cfrc_ext = backend.get_mj_field("cfrc_ext").to(self.com.device)
+    def reward(self, s, prev, action, memory):
+        contact = self.contact_cost_weight * s["cfrc_ext"].square().sum((1, 2))
         terms = {
-            "forward": self.forward_reward_weight * x_velocity,
-            "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
-            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
-            "contact": -(self.contact_cost_weight * (cfrc_ext**2).sum((1, 2))).clamp(
-                max=self.contact_cost_max
-            ),
+            "forward": self.forward_reward_weight
+            * forward_velocity(s["com"][:, 0], prev["com"][:, 0], self.dt),
+            "healthy": self.healthy_reward * self.healthy(s).to(self.dtype),
+            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
+            "contact": -contact.clamp(max=self.contact_cost_max),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        unhealthy = ~self.healthy(backend)
+    def healthy(self, s):
+        return inside(s["qpos"][:, 2], *self.healthy_z_range)
+
+    def terminated(self, s, memory):
+        unhealthy = ~self.healthy(s)
         return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        return qpos, rng.uniform((self.nv,), -s, s)
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)

@@ -22,8 +22,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import noisy_reset, read_state
 
 
 class InvertedDoublePendulum(Task):
@@ -44,39 +45,41 @@ class InvertedDoublePendulum(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
+        super().setup(backend)
         self.tip = int(backend.find("site", "tip")[0])
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        s = read_state(backend)
+        s["constraint"] = backend.get_mj_field("qfrc_constraint")[:, :1]
+        s["tip"] = backend.get_mj_field("site_xpos")[:, self.tip]  # (x, y, z): z is the height
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
+    def observe(self, s, memory):
         q = s["qpos"]
-        constraint = backend.get_mj_field("qfrc_constraint")[:, :1].to(q.device).clamp(-10.0, 10.0)
         return torch.cat(
-            (q[:, :1], q[:, 1:].sin(), q[:, 1:].cos(), s["qvel"].clamp(-10.0, 10.0), constraint), 1
+            (
+                q[:, :1],
+                q[:, 1:].sin(),
+                q[:, 1:].cos(),
+                s["qvel"].clamp(-10.0, 10.0),
+                s["constraint"].clamp(-10.0, 10.0),
+            ),
+            1,
         )
 
-    def tip_xy(self, backend):
-        tip = backend.get_mj_field("site_xpos")[:, self.tip]
-        return tip[:, 0], tip[:, 2]
-
-    def reward(self, backend, action):
-        x, y = self.tip_xy(backend)
-        w = backend.get_state_views()["qvel"]
+    def reward(self, s, prev, action, memory):
+        x, y, w = s["tip"][:, 0], s["tip"][:, 2], s["qvel"]
         terms = {
-            "alive": self.healthy_reward * (y > 1).to(torch.float64),
+            "alive": self.healthy_reward * (y > 1).to(self.dtype),
             "distance": -(0.01 * x**2 + (y - 2) ** 2),
             "velocity": -(1e-3 * w[:, 1] ** 2 + 5e-3 * w[:, 2] ** 2),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        return self.tip_xy(backend)[1] <= 1
+    def terminated(self, s, memory):
+        return s["tip"][:, 2] <= 1
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        return qpos, s * rng.normal((self.nv,))
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale, gaussian_qvel=True)

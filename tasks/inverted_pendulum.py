@@ -16,6 +16,7 @@ import torch
 
 from unienv.task import Task
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import noisy_reset
 
 
 class InvertedPendulum(Task):
@@ -32,25 +33,24 @@ class InvertedPendulum(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        super().setup(backend)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        views = backend.get_state_views()
+        obs = torch.cat((views["qpos"], views["qvel"]), dim=1)  # a copy
+        return {"obs": obs, "fallen": ~torch.isfinite(obs).all(1) | (obs[:, 1].abs() > 0.2)}
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        return torch.cat((s["qpos"], s["qvel"]), dim=1)
+    def observe(self, s, memory):
+        return s["obs"]
 
-    def reward(self, backend, action):
-        terms = {"alive": (~self.terminated(backend)).to(torch.float64)}
+    def reward(self, s, prev, action, memory):
+        terms = {"alive": (~s["fallen"]).to(self.dtype)}
         return terms["alive"], terms
 
-    def terminated(self, backend):
-        obs = self.observe(backend)
-        return ~torch.isfinite(obs).all(1) | (obs[:, 1].abs() > 0.2)
+    def terminated(self, s, memory):
+        return s["fallen"]
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        return qpos, rng.uniform((self.nv,), -s, s)
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)

@@ -22,16 +22,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
+from unienv.tasks.common import rotate_inverse
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
-
-
-def rotate_inverse(quat: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """v (N, 3) in the frame of the body-to-world quaternions quat (N, 4) wxyz."""
-    w, u = quat[:, :1], quat[:, 1:]
-    return v * (2 * w**2 - 1) - 2 * w * torch.linalg.cross(u, v, dim=1) + 2 * u * (u * v).sum(1, keepdim=True)
 
 
 # ---- reward terms: (N,) tensors from batched quantities ----------------------------
@@ -89,90 +84,97 @@ class Quadruped(Task):
         self.max_tilt = max_tilt
 
     def setup(self, backend):
-        n, dev, info = backend.num_envs, backend.device, backend.info
+        super().setup(backend)
+        info = backend.info
         self.base, self.feet = backend.find("body", "base"), backend.find("body", FEET)
+        self.base_and_feet = np.concatenate((self.base, self.feet))
         joints = info.actuator_joint
-        self.q_idx = torch.as_tensor(info.joint_qpos_adr[joints], device=dev)
-        self.v_idx = torch.as_tensor(info.joint_dof_adr[joints], device=dev)
-        self.home = torch.as_tensor(info.keyframes["home"], device=dev)
+        self.q_idx = torch.as_tensor(info.joint_qpos_adr[joints], device=self.device)
+        self.v_idx = torch.as_tensor(info.joint_dof_adr[joints], device=self.device)
+        self.home = self.tensor(info.keyframes["home"])
         self.default_q = self.home[self.q_idx]
-        self.gain = torch.as_tensor(info.actuator_gain, device=dev)
-        self.bias = torch.as_tensor(info.actuator_bias, device=dev)
+        self.gain = self.tensor(info.actuator_gain)
+        self.bias = self.tensor(info.actuator_bias)
         self.nv = backend.nv
-        self.command = torch.zeros(n, 3, dtype=torch.float64, device=dev)
-        self.last_action = torch.zeros(n, 12, dtype=torch.float64, device=dev)
-        self.air_time = torch.zeros(n, len(FEET), dtype=torch.float64, device=dev)
-        self.gravity = torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64, device=dev)
+        self.down = self.tensor([0.0, 0.0, -1.0])
+        self.command_scale = self.tensor([2.0, 2.0, 0.25])
+        r = self.command_ranges
+        self.command_low, self.command_high = self.tensor(
+            [[r["lin_vel_x"][i], r["lin_vel_y"][i], r["ang_vel_yaw"][i]] for i in (0, 1)]
+        )
+        self.cos_max_tilt = float(np.cos(self.max_tilt))
 
     def action_to_ctrl(self, action):
-        return self.default_q + self.action_scale * action.to(torch.float64)
+        return self.default_q + self.action_scale * action
 
-    def base_state(self, backend):
-        """Base height, and linear velocity, angular velocity, gravity direction in the base frame."""
+    def read(self, backend):
+        """Joint state, base height and base-frame velocities and gravity, contacts."""
+        views = backend.get_state_views()
         b = backend.get_body_views(self.base)
-        quat = b.quat[:, 0].to(torch.float64)
-        rotate = lambda v: rotate_inverse(quat, v.to(torch.float64))  # noqa: E731
-        return (
-            b.pos[:, 0, 2],
-            rotate(b.lin_vel[:, 0]),
-            rotate(b.ang_vel[:, 0]),
-            rotate(self.gravity.expand_as(quat[:, 1:])),
-        )
+        quat = b.quat[:, 0]
+        forces = backend.get_contact_forces(self.base_and_feet)
+        q, qd = views["qpos"][:, self.q_idx], views["qvel"][:, self.v_idx]  # gathers: copies
+        return {
+            "q": q,
+            "qd": qd,
+            "torque": self.gain * views["ctrl"]
+            + self.bias[:, 0]
+            + self.bias[:, 1] * q
+            + self.bias[:, 2] * qd,
+            "height": b.pos[:, 0, 2],
+            "lin_vel": rotate_inverse(quat, b.lin_vel[:, 0]),
+            "ang_vel": rotate_inverse(quat, b.ang_vel[:, 0]),
+            "gravity": rotate_inverse(quat, self.down.expand(len(quat), 3)),
+            "base_contact": forces[:, 0].norm(dim=1) > 1.0,
+            "foot_contact": forces[:, 1:, 2] > 1.0,
+        }
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        _, lin_vel, ang_vel, gravity = self.base_state(backend)
+    def observe(self, s, memory):
         return torch.cat(
             (
-                OBS_SCALES["lin_vel"] * lin_vel,
-                OBS_SCALES["ang_vel"] * ang_vel,
-                gravity,
-                self.command
-                * torch.tensor([2.0, 2.0, 0.25], dtype=torch.float64, device=self.command.device),
-                s["qpos"][:, self.q_idx] - self.default_q,
-                OBS_SCALES["dof_vel"] * s["qvel"][:, self.v_idx],
-                self.last_action,
+                OBS_SCALES["lin_vel"] * s["lin_vel"],
+                OBS_SCALES["ang_vel"] * s["ang_vel"],
+                s["gravity"],
+                memory["command"] * self.command_scale,
+                s["q"] - self.default_q,
+                OBS_SCALES["dof_vel"] * s["qd"],
+                memory["last_action"],
             ),
             dim=1,
         )
 
-    def reward(self, backend, action):
-        s = backend.get_state_views()
-        height, lin_vel, ang_vel, gravity = self.base_state(backend)
-        q, qd = s["qpos"][:, self.q_idx], s["qvel"][:, self.v_idx]
-        torque = self.gain * s["ctrl"] + self.bias[:, 0] + self.bias[:, 1] * q + self.bias[:, 2] * qd
-        contact = backend.get_contact_forces(self.feet)[..., 2].to(torch.float64) > 1.0
-        action = action.to(torch.float64)
+    def reward(self, s, prev, action, memory):
+        command, lin_vel, ang_vel = memory["command"], s["lin_vel"], s["ang_vel"]
         terms = {
-            "lin_vel": tracking(((self.command[:, :2] - lin_vel[:, :2]) ** 2).sum(1)),
-            "ang_vel": tracking((self.command[:, 2] - ang_vel[:, 2]) ** 2),
-            "lin_vel_z": lin_vel[:, 2] ** 2,
-            "ang_vel_xy": (ang_vel[:, :2] ** 2).sum(1),
-            "orientation": (gravity[:, :2] ** 2).sum(1),
-            "base_height": (height.to(torch.float64) - self.base_height_target) ** 2,
-            "torques": (torque**2).sum(1),
-            "action_rate": ((action - self.last_action) ** 2).sum(1),
-            "feet_air_time": feet_air_time(self.air_time, contact, self.command[:, :2], self.dt),
+            "lin_vel": tracking((command[:, :2] - lin_vel[:, :2]).square().sum(1)),
+            "ang_vel": tracking((command[:, 2] - ang_vel[:, 2]).square()),
+            "lin_vel_z": lin_vel[:, 2].square(),
+            "ang_vel_xy": ang_vel[:, :2].square().sum(1),
+            "orientation": s["gravity"][:, :2].square().sum(1),
+            "base_height": (s["height"] - self.base_height_target).square(),
+            "torques": s["torque"].square().sum(1),
+            "action_rate": (action - memory["last_action"]).square().sum(1),
+            "feet_air_time": feet_air_time(memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
         }
-        self.air_time = (self.air_time + self.dt) * ~contact
-        self.last_action = action.clone()
-        terms = {k: self.reward_weights[k] * self.dt * v for k, v in terms.items()}
-        return sum(terms.values()), terms
+        terms = {k: (self.reward_weights[k] * self.dt) * v for k, v in terms.items()}
+        return total(terms), terms
 
-    def terminated(self, backend):
-        base_contact = backend.get_contact_forces(self.base)[:, 0].norm(dim=1) > 1.0
-        gravity = self.base_state(backend)[3]
-        return base_contact | (-gravity[:, 2] < np.cos(self.max_tilt))
+    def terminated(self, s, memory):
+        return s["base_contact"] | (-s["gravity"][:, 2] < self.cos_max_tilt)
+
+    def remember(self, s, action, memory):
+        air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]
+        return {"command": memory["command"], "last_action": action, "air_time": air_time}
 
     def reset_state(self, env_ids, rng):
-        ids = env_ids.to(self.home.device)
-        qpos = self.home.expand(len(ids), -1).clone()
-        qpos[:, self.q_idx] += rng.uniform((12,), -0.1, 0.1)
-        qvel = rng.uniform((self.nv,), -0.1, 0.1)
-        r = self.command_ranges
-        low = torch.tensor([r["lin_vel_x"][0], r["lin_vel_y"][0], r["ang_vel_yaw"][0]], dtype=torch.float64)
-        high = torch.tensor([r["lin_vel_x"][1], r["lin_vel_y"][1], r["ang_vel_yaw"][1]], dtype=torch.float64)
-        self.command[ids] = rng.uniform((3,), low.to(ids.device), high.to(ids.device))
-        self.last_action[ids] = 0.0
-        self.air_time[ids] = 0.0
-        return qpos, qvel
+        qpos = self.home.expand(rng.rows, -1).clone()
+        qpos[:, self.q_idx] += rng.uniform((12,), -0.1, 0.1, dtype=self.dtype)
+        return qpos, rng.uniform((self.nv,), -0.1, 0.1, dtype=self.dtype)
+
+    def reset_memory(self, rng):
+        zeros = torch.zeros(rng.rows, len(FEET) + 12, dtype=self.dtype, device=self.device)
+        return {
+            "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
+            "last_action": zeros[:, :12],
+            "air_time": zeros[:, 12:],
+        }

@@ -20,15 +20,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
+from unienv.tasks.common import read_state, rotate
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
-
-
-def rotate(quat: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """v (N, 3) rotated by the quaternions quat (N, 4) wxyz."""
-    w, u = quat[:, :1], quat[:, 1:]
-    return v * (2 * w**2 - 1) + 2 * w * torch.linalg.cross(u, v, dim=1) + 2 * u * (u * v).sum(1, keepdim=True)
 
 
 class Reach(Task):
@@ -58,42 +53,46 @@ class Reach(Task):
         self.joint_speed_weight = joint_speed_weight
 
     def setup(self, backend):
+        super().setup(backend)
         backend.find("site", "ee")  # the scene must have it
-        n, dev, info = backend.num_envs, backend.device, backend.info
+        info = backend.info
         self.link7 = backend.find("body", "link7")
-        self.home = torch.as_tensor(info.keyframes["home"], device=dev)
-        low, high = torch.as_tensor(info.ctrl_range, device=dev).T
+        self.home = self.tensor(info.keyframes["home"])
+        low, high = self.tensor(info.ctrl_range).T
         self.ctrl_mid, self.ctrl_half = (high + low) / 2, (high - low) / 2
-        self.offset = torch.tensor(EE_OFFSET, dtype=torch.float64, device=dev)
+        self.offset = self.tensor(EE_OFFSET)
+        self.target_low, self.target_high = self.tensor(self.target_box)
         self.nv = backend.nv
-        self.target = torch.zeros(n, 3, dtype=torch.float64, device=dev)
 
     def action_to_ctrl(self, action):
-        return self.ctrl_mid + self.ctrl_half * action.to(torch.float64)
+        return self.ctrl_mid + self.ctrl_half * action
 
-    def ee(self, backend):
+    def read(self, backend):
+        s = read_state(backend)
         b = backend.get_body_views(self.link7)
-        quat = b.quat[:, 0].to(torch.float64)
-        return b.pos[:, 0].to(torch.float64) + rotate(quat, self.offset.expand(len(quat), 3))
+        quat = b.quat[:, 0]
+        s["ee"] = b.pos[:, 0] + rotate(quat, self.offset.expand(len(quat), 3))
+        return s
 
-    def observe(self, backend):
-        s, ee = backend.get_state_views(), self.ee(backend)
-        return torch.cat((s["qpos"], s["qvel"], ee, self.target, self.target - ee), dim=1)
+    def observe(self, s, memory):
+        ee, target = s["ee"], memory["target"]
+        return torch.cat((s["qpos"], s["qvel"], ee, target, target - ee), dim=1)
 
-    def reward(self, backend, action):
-        distance = (self.ee(backend) - self.target).norm(dim=1)
+    def reward(self, s, prev, action, memory):
+        distance = (s["ee"] - memory["target"]).norm(dim=1)
         terms = {
             "distance": -self.distance_weight * distance,
             "precision": self.precision_weight * torch.exp(-((distance / self.precision_scale) ** 2)),
-            "joint_speed": -self.joint_speed_weight * (backend.get_state_views()["qvel"] ** 2).sum(1),
+            "joint_speed": -self.joint_speed_weight * s["qvel"].square().sum(1),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+    def terminated(self, s, memory):
+        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
 
     def reset_state(self, env_ids, rng):
-        low, high = (torch.tensor(c, dtype=torch.float64, device=self.home.device) for c in self.target_box)
-        self.target[env_ids.to(self.home.device)] = rng.uniform((3,), low, high)
-        qpos = self.home + rng.uniform(tuple(self.home.shape), -0.1, 0.1)
-        return qpos, torch.zeros(len(env_ids), self.nv, dtype=torch.float64, device=self.home.device)
+        qpos = self.home + rng.uniform(tuple(self.home.shape), -0.1, 0.1, dtype=self.dtype)
+        return qpos, torch.zeros(rng.rows, self.nv, dtype=self.dtype, device=self.device)
+
+    def reset_memory(self, rng):
+        return {"target": rng.uniform((3,), self.target_low, self.target_high, dtype=self.dtype)}

@@ -19,8 +19,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, read_state
 
 
 class Reacher(Task):
@@ -44,37 +45,38 @@ class Reacher(Task):
         self.reward_control_weight = reward_control_weight
 
     def setup(self, backend):
+        super().setup(backend)
         self.bodies = backend.find("body", ["fingertip", "target"])
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
-
-    def fingertip_to_target(self, backend):
+    def read(self, backend):
+        s = read_state(backend)
         pos = backend.get_body_views(self.bodies).pos
-        return (pos[:, 0] - pos[:, 1]).to(torch.float64)
+        s["to_target"] = pos[:, 0] - pos[:, 1]  # fingertip minus target
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
+    def observe(self, s, memory):
         theta = s["qpos"][:, :2]
-        vec = self.fingertip_to_target(backend).to(theta.device)
-        return torch.cat((theta.cos(), theta.sin(), s["qpos"][:, 2:], s["qvel"][:, :2], vec[:, :2]), dim=1)
+        return torch.cat(
+            (theta.cos(), theta.sin(), s["qpos"][:, 2:], s["qvel"][:, :2], s["to_target"][:, :2]), dim=1
+        )
 
-    def reward(self, backend, action):
+    def reward(self, s, prev, action, memory):
         terms = {
-            "dist": -self.reward_dist_weight * self.fingertip_to_target(backend).norm(dim=1),
-            "ctrl": -self.reward_control_weight * (action.to(torch.float64) ** 2).sum(1),
+            "dist": -self.reward_dist_weight * s["to_target"].norm(dim=1),
+            "ctrl": ctrl_cost(action, self.reward_control_weight),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+    def terminated(self, s, memory):
+        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
 
     def reset_state(self, env_ids, rng):
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -0.1, 0.1)
-        radius, angle = 0.2 * rng.uniform((1,)).sqrt(), rng.uniform((1,), 0.0, 2 * torch.pi)
+        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -0.1, 0.1, dtype=self.dtype)
+        radius = 0.2 * rng.uniform((1,), dtype=self.dtype).sqrt()
+        angle = rng.uniform((1,), 0.0, 2 * torch.pi, dtype=self.dtype)
         qpos[:, 2:] = torch.cat((radius * angle.cos(), radius * angle.sin()), dim=1)
-        qvel = rng.uniform((self.nv,), -0.005, 0.005)
+        qvel = rng.uniform((self.nv,), -0.005, 0.005, dtype=self.dtype)
         qvel[:, 2:] = 0.0
         return qpos, qvel

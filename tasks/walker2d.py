@@ -7,8 +7,6 @@ healthy) and ctrl (-1e-3 |a|^2). Healthy: torso height z in (0.8, 2.0) and
 torso angle in (-1, 1); the episode terminates when unhealthy, and is truncated
 after 1000 steps. Reset: qpos0 and zero qvel plus U(-5e-3, 5e-3). Runs on
 every backend; on mujoco it matches v5 to float precision.
-observe() records the x that the next reward() differences against (the env
-observes after every step and every reset).
 """
 
 import os
@@ -17,8 +15,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task
+from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
+from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state
 
 
 class Walker2d(Task):
@@ -51,38 +50,30 @@ class Walker2d(Task):
         self.reset_noise_scale = reset_noise_scale
 
     def setup(self, backend):
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, device=backend.device)
+        super().setup(backend)
+        self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
-        self.x = torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device)
 
-    def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+    def read(self, backend):
+        s = read_state(backend)
+        q = s["qpos"]
+        s["healthy"] = inside(q[:, 1], *self.healthy_z_range) & inside(q[:, 2], *self.healthy_angle_range)
+        return s
 
-    def observe(self, backend):
-        s = backend.get_state_views()
-        self.x = s["qpos"][:, 0].clone()
+    def observe(self, s, memory):
         return torch.cat((s["qpos"][:, 1:], s["qvel"].clamp(-10.0, 10.0)), dim=1)
 
-    def healthy(self, backend):
-        q = backend.get_state_views()["qpos"]
-        (lo_z, hi_z), (lo_a, hi_a) = self.healthy_z_range, self.healthy_angle_range
-        return (q[:, 1] > lo_z) & (q[:, 1] < hi_z) & (q[:, 2] > lo_a) & (q[:, 2] < hi_a)
-
-    def reward(self, backend, action):
-        x_velocity = (backend.get_state_views()["qpos"][:, 0] - self.x) / self.dt
+    def reward(self, s, prev, action, memory):
         terms = {
-            "forward": self.forward_reward_weight * x_velocity,
-            "healthy": self.healthy_reward * self.healthy(backend).to(torch.float64),
-            "ctrl": -self.ctrl_cost_weight * (action.to(torch.float64) ** 2).sum(1),
+            "forward": self.forward_reward_weight
+            * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
+            "healthy": self.healthy_reward * s["healthy"].to(self.dtype),
+            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
         }
-        return sum(terms.values()), terms
+        return total(terms), terms
 
-    def terminated(self, backend):
-        unhealthy = ~self.healthy(backend)
-        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
+    def terminated(self, s, memory):
+        return ~s["healthy"] if self.terminate_when_unhealthy else torch.zeros_like(s["healthy"])
 
     def reset_state(self, env_ids, rng):
-        s = self.reset_noise_scale
-        qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -s, s)
-        qvel = rng.uniform((self.nv,), -s, s)
-        return qpos, qvel
+        return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)

@@ -117,19 +117,27 @@ class UniEnv(VectorEnv):
         require(task, backend)
         backend.materialize()
         task.setup(backend)
+        caps = backend.get_capabilities()
+        self.dtype = caps.dtype
+        # device backends: masks and static shapes, no host reads; the CPU engine: row ids
+        self._sync_free = caps.sync_free
         n, dev = self.num_envs, self.device
         self._random = EnvRandom(n, dev)
         if seed is not None:
             self._random.seed(_checked_seed(seed))
         if self.dr is not None:
             self.dr.startup()
-        self._return = torch.zeros(n, dtype=torch.float64, device=dev)
+        self._return = torch.zeros(n, dtype=self.dtype, device=dev)
         # steps into each env's current episode; writable, e.g. for random episode starts
         self.episode_length = torch.zeros(n, dtype=torch.int64, device=dev)
-        self._start = np.full(n, time.perf_counter())
+        self._start = torch.zeros(n, dtype=torch.float64, device=dev)  # perf_counter at the episode's start
         self._pending_reset = torch.zeros(n, dtype=torch.bool, device=dev)  # NEXT_STEP
+        self._nonfinite_seen = torch.zeros((), dtype=torch.bool, device=dev)  # sync-free "raise" mode
+        self._all_ids = torch.arange(n, device=dev)
+        self._none = torch.zeros(n, dtype=torch.bool, device=dev)
+        self._memory: dict[str, torch.Tensor] = {}
+        self._reading: dict[str, torch.Tensor] | None = None  # the task's reading behind the last obs
         self._renderer = None
-        self._all = torch.arange(n)
 
     # ---- reset --------------------------------------------------------------
 
@@ -139,7 +147,13 @@ class UniEnv(VectorEnv):
             self._random.seed(_checked_seed(seed))
             if self.dr is not None:
                 self.dr.seed(int(seed))
-        ids = self._all
+        if bool(self._nonfinite_seen):  # the user's reset pays this sync, not the step
+            self._nonfinite_seen.zero_()
+            raise ArgumentError(
+                "actions: NaN or inf in an earlier step (zeroed and flagged in info['nonfinite_action']; "
+                "nonfinite_actions='zero' accepts them)"
+            )
+        mask = ~self._none
         options = dict(options or {})
         if "reset_mask" in options:
             mask = torch.as_tensor(options.pop("reset_mask"))
@@ -148,86 +162,151 @@ class UniEnv(VectorEnv):
                     f"options['reset_mask']: expected a bool array of shape ({self.num_envs},), "
                     f"got {mask.dtype} {tuple(mask.shape)}"
                 )
-            ids = torch.nonzero(mask.cpu()).flatten()
+            mask = mask.to(self.device)
         if options:
             raise ArgumentError(f"options: unknown keys {sorted(options)}; expected 'reset_mask'")
-        self._reset_envs(ids)
-        self._pending_reset[ids.to(self.device)] = False
-        return self._observe(ids), {}
+        if self._reading is None:  # the first reset: every env, whatever the mask
+            mask = ~self._none
+        obs = self._reset_envs(mask, None)
+        self._pending_reset &= ~mask
+        return obs, {}
 
-    def _reset_envs(self, ids: torch.Tensor) -> None:
-        if len(ids) == 0:
-            return
+    def _reset_envs(self, mask: torch.Tensor, obs: torch.Tensor | None) -> torch.Tensor:
+        """Start new episodes in the envs of `mask`; returns the observation, `obs`
+        (a fresh one if None) with those envs' rows replaced by their first."""
+        if self._sync_free:
+            ids, rng = self._all_ids, self._random.for_mask(mask)
+        else:
+            if obs is not None and not bool(mask.any()):
+                return obs
+            ids = torch.nonzero(mask).flatten()
+            rng = self._random.for_envs(ids)
         if self.dr is not None:
-            self.dr.reset(ids)
-        qpos, qvel = self.task.reset_state(ids, self._random.for_envs(ids))
+            self.dr.reset(mask)
+        qpos, qvel = self.task.reset_state(ids, rng)
+        memory = self.task.reset_memory(rng)
         if self.dr is not None:
-            qpos, qvel = self.dr.reset_state(ids, qpos, qvel)
-        self.backend.set_state_tensor(ids, qpos, qvel)
-        dev_ids = ids.to(self.device)
-        self._return[dev_ids] = 0.0
-        self.episode_length[dev_ids] = 0
-        self._start[ids.numpy()] = time.perf_counter()
+            qpos, qvel = self._dr_reset_state(mask, ids, qpos, qvel)
+        if self._sync_free:
+            self.backend.set_state_tensor_mask(mask, qpos, qvel)
+            for k, v in memory.items():
+                rows = mask.view(-1, *[1] * (v.ndim - 1))
+                self._memory[k] = torch.where(rows, v, self._memory.get(k, v))
+        else:
+            self.backend.set_state_tensor(ids, qpos, qvel)
+            for k, v in memory.items():
+                if k not in self._memory:
+                    self._memory[k] = v.new_zeros((self.num_envs, *v.shape[1:]))
+                self._memory[k][ids] = v
+        self._return.masked_fill_(mask, 0.0)
+        self.episode_length.masked_fill_(mask, 0)
+        self._start.masked_fill_(mask, time.perf_counter())
+        reading = self.task.read(self.backend)
+        self._reading = reading
+        fresh = self._finish_obs(self.task.observe(reading, self._memory), mask)
+        return fresh if obs is None else torch.where(mask[:, None], fresh, obs)
 
-    def _observe(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """The observation; DR noise is drawn afresh for env_ids (default all)."""
-        obs = self.task.observe(self.backend).to(self._obs_dtype)
-        return obs if self.dr is None else self.dr.observation(obs, env_ids)
+    def _dr_reset_state(self, mask, ids, qpos, qvel):
+        """The DR manager works on full-width rows; the CPU path holds rows for ids only."""
+        if self._sync_free:
+            return self.dr.reset_state(mask, qpos, qvel)
+        full_q = qpos.new_zeros(self.num_envs, qpos.shape[1])
+        full_v = qvel.new_zeros(self.num_envs, qvel.shape[1])
+        full_q[ids], full_v[ids] = qpos, qvel
+        full_q, full_v = self.dr.reset_state(mask, full_q, full_v)
+        return full_q[ids], full_v[ids]
+
+    def _finish_obs(self, obs: torch.Tensor, fresh_noise: torch.Tensor | None) -> torch.Tensor:
+        """The task's observation in the space's dtype, with DR noise (fresh where asked)."""
+        obs = obs.to(self._obs_dtype)
+        return obs if self.dr is None else self.dr.observation(obs, fresh_noise)
+
+    def observe(self) -> torch.Tensor:
+        """The observation of the state the backend holds now (fresh DR noise).
+
+        Call it after writing the backend's state directly (set_state_tensor): the
+        next step's reward then differences against that state.
+        """
+        self._reading = self.task.read(self.backend)
+        return self._finish_obs(self.task.observe(self._reading, self._memory), None)
 
     def dr_params(self) -> dict[str, torch.Tensor]:
         """Each DR term's current per-env values, (num_envs, E); {} without DR."""
         return {} if self.dr is None else self.dr.params()
 
-    # ---- step ---------------------------------------------------------------
+    # ---- step: transition, autoreset, observation ---------------------------
 
     def step(self, actions):
         """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
+        if self._reading is None:
+            raise ArgumentError("step: call reset() before the first step")
         actions, info = self._checked_actions(actions)
+        obs, reward, terminated, truncated, diverged = self._transition(actions, info)
+        mode = self.metadata["autoreset_mode"]
+        if mode == AutoresetMode.SAME_STEP:
+            obs = self._autoreset_same_step(obs, terminated | truncated, diverged, info)
+        elif mode == AutoresetMode.NEXT_STEP:
+            obs, reward, terminated, truncated = self._autoreset_next_step(
+                obs, reward, terminated, truncated, info
+            )
+        else:
+            self._episode_info(terminated | truncated, info)
+        return obs, reward, terminated, truncated, info
+
+    def _transition(self, actions: torch.Tensor, info: dict):
+        """One env step of physics and the task's outputs, before any reset."""
         applied = actions if self.dr is None else self.dr.actions(actions)
         self.backend.step_tensor(self.task.action_to_ctrl(applied), self.task.decimation)
+        task, before, memory = self.task, self._reading, self._memory
+        reading = task.read(self.backend)
+        reward, terms = task.reward(reading, before, actions, memory)
+        terminated = task.terminated(reading, memory)
+        self._memory = memory = task.remember(reading, actions, memory)
+        self._reading = reading
         self.episode_length += 1
-
-        reward, terms = self.task.reward(self.backend, actions)
-        terminated = self.task.terminated(self.backend)
         truncated = self.episode_length >= self.max_episode_steps
+        obs = self._finish_obs(task.observe(reading, memory), None)
         diverged = self.backend.pop_diverged()
-        if bool(diverged.any()):  # never hand out a diverged state: end the episode
-            info["diverged"], info["_diverged"] = diverged, diverged
+        if self._sync_free or bool(diverged.any()):  # never hand out a diverged state: end the episode
             truncated = truncated | diverged
-            reward = torch.where(diverged, torch.zeros_like(reward), reward)
+            reward = reward.masked_fill(diverged, 0.0)
+            obs = obs.masked_fill(diverged[:, None], 0.0)
+            info["diverged"], info["_diverged"] = diverged, diverged
         self._return += reward
         info["reward_terms"] = terms
-        obs = self._observe()
-        if diverged.any():
-            obs[diverged] = 0.0
-        done = terminated | truncated
-        mode = self.metadata["autoreset_mode"]
+        return obs, reward, terminated, truncated, diverged
 
-        if mode == AutoresetMode.NEXT_STEP:
-            pending = self._pending_reset
-            if bool(pending.any()):
-                ids = torch.nonzero(pending.cpu()).flatten()
-                self._reset_envs(ids)
-                obs = self._observe(ids)
-                reward = torch.where(pending, torch.zeros_like(reward), reward)
-                terminated, truncated = terminated & ~pending, truncated & ~pending
-                done = done & ~pending
-            self._pending_reset = done.clone()
-        if bool(done.any()):
-            episode = self._episode_stats(done)
-            if mode == AutoresetMode.SAME_STEP:
-                info["final_obs"], info["_final_obs"] = obs, done
-                info["final_info"] = {"episode": episode, "_episode": done}
-                info["_final_info"] = done
-                ids = torch.nonzero(done.cpu()).flatten()
-                self._reset_envs(ids)
-                obs = self._observe(ids)
-            else:
-                info["episode"], info["_episode"] = episode, done
-        return obs, reward.to(torch.float64), terminated, truncated, info
+    def _autoreset_same_step(self, obs, done, diverged, info) -> torch.Tensor:
+        """Done envs start anew now; their last obs goes to info["final_obs"]."""
+        if not self._sync_free and not bool(done.any()):
+            return obs
+        info["final_obs"], info["_final_obs"] = obs, done
+        info["final_info"], info["_final_info"] = (
+            {"episode": self._episode_stats(done), "_episode": done},
+            done,
+        )
+        return self._reset_envs(done, obs)
+
+    def _autoreset_next_step(self, obs, reward, terminated, truncated, info):
+        """Envs that ended last step start anew instead of counting this one (reward 0, not done)."""
+        pending = self._pending_reset
+        if self._sync_free or bool(pending.any()):
+            obs = self._reset_envs(pending, obs)
+            reward = reward.masked_fill(pending, 0.0)
+            terminated, truncated = terminated & ~pending, truncated & ~pending
+        done = terminated | truncated
+        self._episode_info(done, info)
+        self._pending_reset = done
+        return obs, reward, terminated, truncated
+
+    def _episode_info(self, done: torch.Tensor, info: dict) -> None:
+        """Episode stats of the envs that just ended, in info["episode"] (NEXT_STEP, DISABLED)."""
+        if self._sync_free or bool(done.any()):
+            info["episode"], info["_episode"] = self._episode_stats(done), done
 
     def _checked_actions(self, actions) -> tuple[torch.Tensor, dict]:
-        """actions as a float tensor (num_envs, act_dim) on the device, finite."""
+        """actions as a tensor (num_envs, act_dim) in the backend's dtype and device; rows that
+        are not finite raise (CPU engine) or are zeroed and flagged (device backends, no sync)."""
         if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         if not isinstance(actions, torch.Tensor):
@@ -240,27 +319,31 @@ class UniEnv(VectorEnv):
             )
         if not actions.dtype.is_floating_point:
             raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
-        actions = actions.to(self.device)
+        actions = actions.to(self.device, self.dtype)
         info = {}
-        if not bool(torch.isfinite(actions).all()):
+        if self._sync_free:
+            finite = torch.isfinite(actions).all(1)
+            actions = actions.masked_fill(~finite[:, None], 0.0)
+            info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
+            if self.nonfinite_actions == "raise":
+                self._nonfinite_seen |= ~finite.all()
+        elif not np.isfinite(actions.numpy()).all():
             finite = torch.isfinite(actions).all(1)
             if self.nonfinite_actions == "raise":
                 bad = torch.nonzero(~finite).flatten().tolist()
                 raise ArgumentError(
                     f"actions: NaN or inf in envs {bad[:10]} (nonfinite_actions='zero' replaces them)"
                 )
-            actions = torch.where(finite[:, None], actions, torch.zeros_like(actions))
+            actions = actions.masked_fill(~finite[:, None], 0.0)
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
         return actions, info
 
     def _episode_stats(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
-        now = time.perf_counter()
-        elapsed = torch.as_tensor(np.round(now - self._start, 6), device=self.device)
-        zero = torch.zeros((), device=self.device)
+        elapsed = time.perf_counter() - self._start
         return {
-            "r": torch.where(done, self._return, zero.double()),
-            "l": torch.where(done, self.episode_length, zero.long()),
-            "t": torch.where(done, elapsed, zero.double()),
+            "r": self._return.masked_fill(~done, 0.0),
+            "l": self.episode_length.masked_fill(~done, 0),
+            "t": elapsed.masked_fill(~done, 0.0),
         }
 
     # ---- render / close -----------------------------------------------------

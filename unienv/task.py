@@ -1,18 +1,32 @@
-"""The Task contract: what a task declares and the batched functions it implements.
+"""The Task contract: what a task declares and the pure batched functions it implements.
 
 A task is written once for every backend. It names its scene (MJCF), its
 timing (`sim_dt`, `decimation` physics steps per env step, episode length) and
-its single-env spaces, and implements over batched torch tensors:
+its single-env spaces, and implements over batched torch tensors, in the
+backend's float dtype (`self.dtype`, set by `Task.setup`):
 
-    setup(backend)                 resolve ids and cache constants, once
-    action_to_ctrl(action)         (N, act_dim) -> (N, nu) actuator inputs
-    observe(backend)               -> (N, obs_dim)
-    reward(backend, action)        -> (total (N,), {term name: (N,)})
-    terminated(backend)            -> (N,) bool
-    reset_state(env_ids, rng)      -> qpos (n, nq), qvel (n, nv) for those envs
+    setup(backend)                      resolve ids and cache constants, once
+    action_to_ctrl(action)              (N, act_dim) -> (N, nu) actuator inputs
+    read(backend) -> s                  what the task uses of the state: a dict of
+                                        tensors that stay valid after the next step
+    observe(s, memory)                  -> (N, obs_dim)
+    reward(s, prev, action, memory)     -> (total (N,), {term name: (N,)})
+    terminated(s, memory)               -> (N,) bool
+    remember(s, action, memory)         -> the memory of the next step
+    reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
+    reset_memory(rng)                   -> memory rows of the envs being reset
+
+Tasks keep no per-step state on `self`: the env owns it. `prev` is the reading
+that gave the last observation (the state before this step), for rewards that
+difference against it. `memory` is a dict of per-env tensors (N, ...) that
+lives across steps, e.g. a velocity command or the last action: the env keeps
+it, resets its rows with `reset_memory` and replaces it by `remember` after
+each step. A task without memory leaves both hooks alone.
 
 `rng` is a `unienv.random.Sampler` bound to the envs being reset: what env i
-samples depends only on its own seed and draws. A task never imports an engine.
+samples depends only on its own seed and draws. Its rows are those envs, or
+every env when the env resets by mask (device backends); `env_ids` says which.
+A task never imports an engine and never reads a tensor's value on the host.
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ import torch
 
 from unienv.backends.base import SimBackend
 from unienv.random import Sampler
+
+Reading = dict[str, torch.Tensor]
 
 
 class Task(abc.ABC):
@@ -42,6 +58,8 @@ class Task(abc.ABC):
     requires: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
+    dtype: torch.dtype = torch.float64  # the backend's, from setup
+    device: torch.device = torch.device("cpu")
 
     @property
     def dt(self) -> float:
@@ -52,22 +70,47 @@ class Task(abc.ABC):
     def max_episode_steps(self) -> int:
         return round(self.episode_length_s / self.dt)
 
-    @abc.abstractmethod
-    def setup(self, backend: SimBackend) -> None: ...
+    def setup(self, backend: SimBackend) -> None:
+        """Cache the backend's dtype and device; subclasses resolve their ids after this."""
+        self.dtype = backend.get_capabilities().dtype
+        self.device = backend.device
+
+    def tensor(self, x: Any) -> torch.Tensor:
+        """A constant as a tensor in the backend's dtype and on its device (cold path)."""
+        return torch.as_tensor(x, dtype=self.dtype, device=self.device)
+
+    def action_to_ctrl(self, action: torch.Tensor) -> torch.Tensor:
+        """Actuator inputs; by default the action itself (motors driven in [-1, 1])."""
+        return action
 
     @abc.abstractmethod
-    def action_to_ctrl(self, action: torch.Tensor) -> torch.Tensor: ...
+    def read(self, backend: SimBackend) -> Reading: ...
 
     @abc.abstractmethod
-    def observe(self, backend: SimBackend) -> torch.Tensor: ...
+    def observe(self, s: Reading, memory: Reading) -> torch.Tensor: ...
 
     @abc.abstractmethod
     def reward(
-        self, backend: SimBackend, action: torch.Tensor
+        self, s: Reading, prev: Reading, action: torch.Tensor, memory: Reading
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
     @abc.abstractmethod
-    def terminated(self, backend: SimBackend) -> torch.Tensor: ...
+    def terminated(self, s: Reading, memory: Reading) -> torch.Tensor: ...
+
+    def remember(self, s: Reading, action: torch.Tensor, memory: Reading) -> Reading:
+        return memory
 
     @abc.abstractmethod
     def reset_state(self, env_ids: torch.Tensor, rng: Sampler) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def reset_memory(self, rng: Sampler) -> Reading:
+        return {}
+
+
+def total(terms: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The sum of reward terms (no extra op for a single term)."""
+    values = iter(terms.values())
+    out = next(values)
+    for v in values:
+        out = out + v
+    return out

@@ -65,7 +65,7 @@ def run_side_by_side(task: str, env_id: str, refresh: bool, steps: int = STEPS, 
         env.backend.set_state_tensor(
             torch.tensor([0]), torch.tensor(d.qpos[None]), torch.tensor(d.qvel[None])
         )
-        obs = env.task.observe(env.backend)  # what the env observes after a reset
+        obs = env.observe()  # what the env observes after a reset
         worst["obs"] = max(worst["obs"], float(np.abs(obs[0].numpy() - ref_obs).max()))
 
     reset(0)

@@ -141,9 +141,9 @@ def stand(backend):
         for _ in range(steps):
             obs, reward, terminated, truncated, info = env.step(torch.zeros(4, 12, device=env.device))
             assert not terminated.any(), "the quadruped fell"
-        height, _, _, gravity = env.task.base_state(env.backend)
-        assert (height > 0.25).all(), height
-        assert (-gravity[:, 2] > 0.99).all(), gravity  # within about 8 degrees of level
+        s = env.task.read(env.backend)
+        assert (s["height"] > 0.25).all(), s["height"]
+        assert (-s["gravity"][:, 2] > 0.99).all(), s["gravity"]  # within about 8 degrees of level
         joints = env.backend.get_state_views()["qpos"][:, env.task.q_idx]
         assert (joints - env.task.default_q).abs().max() < 0.25
     finally:
@@ -162,15 +162,16 @@ def test_reach_reward_is_maximal_at_target():
     try:
         env.reset()
         task, backend = env.task, env.backend
-        ee = task.ee(backend)
+        s = task.read(backend)
+        ee = s["ee"]
         assert torch.allclose(ee, backend.get_mj_field("site_xpos")[:, backend.find("site", "ee")[0]])
         qvel = backend.get_state_views()["qvel"]
         assert (qvel == 0).all()  # reset at rest
         offsets = (
             torch.randn(64, 3, dtype=torch.float64) * torch.linspace(0, 0.5, 64, dtype=torch.float64)[:, None]
         )
-        task.target[:] = ee + offsets
-        reward, _ = task.reward(backend, torch.zeros(64, 7))
+        memory = {"target": ee + offsets}
+        reward, _ = task.reward(s, s, torch.zeros(64, 7, dtype=torch.float64), memory)
         assert reward[0] == pytest.approx(1.0)
         assert (reward[1:] < reward[0]).all()
         distance = offsets.norm(dim=1)
