@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from unienv.task import Task, total
-from unienv.tasks.common import ctrl_cost, read_state
+from unienv.tasks.common import ctrl_cost
 
 SCENE = os.path.join(os.path.dirname(__file__), "assets", "cartpole.xml")
 
@@ -45,27 +45,26 @@ class Cartpole(Task):
         self.cos_max_angle = float(np.cos(self.max_angle))
 
     def read(self, backend):
-        s = read_state(backend)
-        theta = s["qpos"][:, self.theta]
-        s["cos"], s["sin"] = theta.cos(), theta.sin()
-        return s
+        views = backend.get_state_views()
+        q, v = views["qpos"], views["qvel"]
+        theta = q[:, self.theta]
+        obs = torch.stack((q[:, self.x], theta.cos(), theta.sin(), v[:, self.x], v[:, self.theta]), 1)
+        off_rail = obs[:, 0].abs() > self.rail
+        fallen = off_rail if self.swingup else off_rail | (obs[:, 1] < self.cos_max_angle)  # |theta| > max
+        return {"obs": obs, "out": fallen}
 
     def observe(self, s, memory):
-        q, v = s["qpos"], s["qvel"]
-        return torch.stack((q[:, self.x], s["cos"], s["sin"], v[:, self.x], v[:, self.theta]), 1)
+        return s["obs"]
 
     def reward(self, s, prev, action, memory):
         if self.swingup:
-            terms = {"upright": (1.0 + s["cos"]) / 2.0, "ctrl": ctrl_cost(action, 0.01)}
+            terms = {"upright": (1.0 + s["obs"][:, 1]) / 2.0, "ctrl": ctrl_cost(action, 0.01)}
         else:
-            terms = {"alive": (~self.terminated(s, memory)).to(self.dtype)}
+            terms = {"alive": (~s["out"]).to(self.dtype)}
         return total(terms), terms
 
     def terminated(self, s, memory):
-        off_rail = s["qpos"][:, self.x].abs() > self.rail
-        if self.swingup:
-            return off_rail
-        return off_rail | (s["cos"] < self.cos_max_angle)  # |theta| > max_angle, theta wrapped
+        return s["out"]
 
     def reset_state(self, env_ids, rng):
         qpos = rng.uniform((self.nq,), -0.05, 0.05, dtype=self.dtype)

@@ -47,12 +47,14 @@ def noisy_reset(
 
 
 def rotate(quat: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """v (N, 3) rotated by the body-to-world quaternions quat (N, 4) wxyz."""
-    w, u = quat[:, :1], quat[:, 1:]
-    return v * (2 * w**2 - 1) + 2 * w * torch.linalg.cross(u, v, dim=1) + 2 * u * (u * v).sum(1, keepdim=True)
+    """v (..., 3) rotated by the body-to-world quaternions quat (..., 4) wxyz (broadcast)."""
+    w, u = quat[..., :1], quat[..., 1:]
+    uv = (u * v).sum(-1, keepdim=True)
+    return v * (2 * w.square() - 1) + 2 * w * torch.linalg.cross(u.expand_as(v), v, dim=-1) + 2 * u * uv
 
 
 def rotate_inverse(quat: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """v (N, 3) expressed in the frame of the body-to-world quaternions quat (N, 4) wxyz."""
-    w, u = quat[:, :1], quat[:, 1:]
-    return v * (2 * w**2 - 1) - 2 * w * torch.linalg.cross(u, v, dim=1) + 2 * u * (u * v).sum(1, keepdim=True)
+    """v (..., 3) expressed in the frame of the body-to-world quaternions quat (..., 4) wxyz."""
+    w, u = quat[..., :1], quat[..., 1:]
+    uv = (u * v).sum(-1, keepdim=True)
+    return v * (2 * w.square() - 1) - 2 * w * torch.linalg.cross(u.expand_as(v), v, dim=-1) + 2 * u * uv

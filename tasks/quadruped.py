@@ -22,18 +22,20 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.task import Task, total
+from unienv.task import Task
 from unienv.tasks.common import rotate_inverse
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
+TERMS = ("lin_vel", "ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height", "torques")
+TERMS += ("action_rate", "feet_air_time")
 
 
 # ---- reward terms: (N,) tensors from batched quantities ----------------------------
 
 
 def tracking(error_sq: torch.Tensor, sigma: float = 0.25) -> torch.Tensor:
-    return torch.exp(-error_sq / sigma)
+    return torch.exp(error_sq * (-1.0 / sigma))
 
 
 def feet_air_time(air_time, contact, command_xy, dt, threshold=0.5):
@@ -42,7 +44,7 @@ def feet_air_time(air_time, contact, command_xy, dt, threshold=0.5):
     air_time (N, feet) is the time each foot has been in the air before this step.
     """
     landing = (air_time > 0) & contact
-    return ((air_time + dt - threshold) * landing).sum(1) * (command_xy.norm(dim=1) > 0.1)
+    return ((air_time + (dt - threshold)) * landing).sum(1) * (command_xy.norm(dim=1) > 0.1)
 
 
 class Quadruped(Task):
@@ -86,18 +88,27 @@ class Quadruped(Task):
     def setup(self, backend):
         super().setup(backend)
         info = backend.info
-        self.base, self.feet = backend.find("body", "base"), backend.find("body", FEET)
-        self.base_and_feet = np.concatenate((self.base, self.feet))
+        self.base_and_feet = backend.find("body", ("base", *FEET))
+        # the base's free joint: qpos [p, wxyz quat], qvel [v world, w base frame] (MuJoCo's layout)
+        self.root_q, self.root_v = (
+            backend.joint_qpos_slice("base").start,
+            backend.joint_qvel_slice("base").start,
+        )
         joints = info.actuator_joint
         self.q_idx = torch.as_tensor(info.joint_qpos_adr[joints], device=self.device)
         self.v_idx = torch.as_tensor(info.joint_dof_adr[joints], device=self.device)
         self.home = self.tensor(info.keyframes["home"])
         self.default_q = self.home[self.q_idx]
         self.gain = self.tensor(info.actuator_gain)
-        self.bias = self.tensor(info.actuator_bias)
+        self.bias = self.tensor(
+            info.actuator_bias
+        ).T.contiguous()  # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
         self.nv = backend.nv
         self.down = self.tensor([0.0, 0.0, -1.0])
+        scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
+        self.base_obs_scale = self.tensor(scales)
         self.command_scale = self.tensor([2.0, 2.0, 0.25])
+        self.weights = self.tensor([self.reward_weights[k] * self.dt for k in TERMS])
         r = self.command_ranges
         self.command_low, self.command_high = self.tensor(
             [[r["lin_vel_x"][i], r["lin_vel_y"][i], r["ang_vel_yaw"][i]] for i in (0, 1)]
@@ -108,23 +119,20 @@ class Quadruped(Task):
         return self.default_q + self.action_scale * action
 
     def read(self, backend):
-        """Joint state, base height and base-frame velocities and gravity, contacts."""
+        """Joint state, base height, base-frame velocities and gravity (N, 3, 3), contacts."""
         views = backend.get_state_views()
-        b = backend.get_body_views(self.base)
-        quat = b.quat[:, 0]
+        qpos, qvel, p, v = views["qpos"], views["qvel"], self.root_q, self.root_v
+        world = torch.stack((qvel[:, v : v + 3], self.down.expand(len(qpos), 3)), 1)  # velocity, gravity
+        lin_vel, gravity = rotate_inverse(qpos[:, None, p + 3 : p + 7], world).unbind(1)
         forces = backend.get_contact_forces(self.base_and_feet)
-        q, qd = views["qpos"][:, self.q_idx], views["qvel"][:, self.v_idx]  # gathers: copies
+        q, qd = qpos[:, self.q_idx], qvel[:, self.v_idx]  # gathers: copies
+        bias = self.bias
         return {
             "q": q,
             "qd": qd,
-            "torque": self.gain * views["ctrl"]
-            + self.bias[:, 0]
-            + self.bias[:, 1] * q
-            + self.bias[:, 2] * qd,
-            "height": b.pos[:, 0, 2],
-            "lin_vel": rotate_inverse(quat, b.lin_vel[:, 0]),
-            "ang_vel": rotate_inverse(quat, b.ang_vel[:, 0]),
-            "gravity": rotate_inverse(quat, self.down.expand(len(quat), 3)),
+            "torque": self.gain * views["ctrl"] + bias[0] + bias[1] * q + bias[2] * qd,
+            "height": qpos[:, p + 2].clone(),
+            "base": torch.stack((lin_vel, qvel[:, v + 3 : v + 6], gravity), 1),  # lin vel, ang vel, gravity
             "base_contact": forces[:, 0].norm(dim=1) > 1.0,
             "foot_contact": forces[:, 1:, 2] > 1.0,
         }
@@ -132,9 +140,7 @@ class Quadruped(Task):
     def observe(self, s, memory):
         return torch.cat(
             (
-                OBS_SCALES["lin_vel"] * s["lin_vel"],
-                OBS_SCALES["ang_vel"] * s["ang_vel"],
-                s["gravity"],
+                s["base"].flatten(1) * self.base_obs_scale,
                 memory["command"] * self.command_scale,
                 s["q"] - self.default_q,
                 OBS_SCALES["dof_vel"] * s["qd"],
@@ -144,23 +150,23 @@ class Quadruped(Task):
         )
 
     def reward(self, s, prev, action, memory):
-        command, lin_vel, ang_vel = memory["command"], s["lin_vel"], s["ang_vel"]
-        terms = {
-            "lin_vel": tracking((command[:, :2] - lin_vel[:, :2]).square().sum(1)),
-            "ang_vel": tracking((command[:, 2] - ang_vel[:, 2]).square()),
-            "lin_vel_z": lin_vel[:, 2].square(),
-            "ang_vel_xy": ang_vel[:, :2].square().sum(1),
-            "orientation": s["gravity"][:, :2].square().sum(1),
-            "base_height": (s["height"] - self.base_height_target).square(),
-            "torques": s["torque"].square().sum(1),
-            "action_rate": (action - memory["last_action"]).square().sum(1),
-            "feet_air_time": feet_air_time(memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
-        }
-        terms = {k: (self.reward_weights[k] * self.dt) * v for k, v in terms.items()}
-        return total(terms), terms
+        command, (lin_vel, ang_vel, gravity) = memory["command"], s["base"].unbind(1)
+        raw = (
+            tracking((command[:, :2] - lin_vel[:, :2]).square().sum(1)),
+            tracking((command[:, 2] - ang_vel[:, 2]).square()),
+            lin_vel[:, 2].square(),
+            ang_vel[:, :2].square().sum(1),
+            gravity[:, :2].square().sum(1),
+            (s["height"] - self.base_height_target).square(),
+            s["torque"].square().sum(1),
+            (action - memory["last_action"]).square().sum(1),
+            feet_air_time(memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
+        )
+        weighted = torch.stack(raw, 1) * self.weights  # each term times its weight and dt
+        return weighted.sum(1), dict(zip(TERMS, weighted.unbind(1), strict=True))
 
     def terminated(self, s, memory):
-        return s["base_contact"] | (-s["gravity"][:, 2] < self.cos_max_tilt)
+        return s["base_contact"] | (-s["base"][:, 2, 2] < self.cos_max_tilt)
 
     def remember(self, s, action, memory):
         air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]

@@ -143,7 +143,8 @@ def stand(backend):
             assert not terminated.any(), "the quadruped fell"
         s = env.task.read(env.backend)
         assert (s["height"] > 0.25).all(), s["height"]
-        assert (-s["gravity"][:, 2] > 0.99).all(), s["gravity"]  # within about 8 degrees of level
+        gravity = s["base"][:, 2]  # in the base frame
+        assert (-gravity[:, 2] > 0.99).all(), gravity  # within about 8 degrees of level
         joints = env.backend.get_state_views()["qpos"][:, env.task.q_idx]
         assert (joints - env.task.default_q).abs().max() < 0.25
     finally:
