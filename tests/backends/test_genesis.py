@@ -192,6 +192,56 @@ def test_second_backend_must_agree_with_the_first(contract):
         create("genesis", CONTRACT, 2, 0.005, device="cpu", integrator="rk4")
 
 
+def test_cuda_index_other_than_0_is_refused(monkeypatch):
+    """Quadrants runs Genesis's kernels on CUDA device 0 only: cuda:1 (torchrun's second rank)
+    is refused with the way out, and cuda / cuda:0 resolve to device 0 whatever is current."""
+    from unienv.backends.genesis import GenesisBackend
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    with pytest.raises(ArgumentError, match="CUDA_VISIBLE_DEVICES=k"):
+        GenesisBackend._resolve_device("cuda:1")
+    for device in ("cuda", "cuda:0", torch.device("cuda", 0)):
+        assert GenesisBackend._resolve_device(device) == torch.device("cuda", 0)
+
+
+def test_genesis_starts_on_device_0_and_a_backend_elsewhere_is_refused(monkeypatch):
+    """gs.init runs with CUDA device 0 current (Genesis puts its tensors on the current device);
+    once Genesis runs on one device, a backend on another is refused, naming both."""
+    import genesis as gs
+
+    from unienv.backends import genesis as backend_module
+
+    events = []
+
+    class CurrentDevice:  # stands in for torch.cuda.device on this CPU-only machine
+        def __init__(self, device):
+            self.device = device
+
+        def __enter__(self):
+            events.append(("current", torch.device(self.device)))
+
+        def __exit__(self, *exc):
+            events.append(("restored",))
+
+    def init(backend, precision, logging_level):
+        events.append(("gs.init", backend, precision))
+        monkeypatch.setattr(gs, "backend", backend)
+
+    monkeypatch.setattr(torch.cuda, "device", CurrentDevice)
+    monkeypatch.setattr(gs, "_initialized", False)
+    monkeypatch.setattr(gs, "init", init)
+    backend_module._init_genesis(torch.device("cuda", 0), "32")
+    assert events == [("current", torch.device("cuda", 0)), ("gs.init", gs.cuda, "32"), ("restored",)]
+
+    monkeypatch.setattr(gs, "_initialized", True)
+    monkeypatch.setattr(gs, "device", torch.device("cuda", 0))
+    monkeypatch.setattr(gs, "np_float", np.float32, raising=False)  # set by gs.init
+    backend_module._init_genesis(torch.device("cuda", 0), "32")  # the same: accepted
+    with pytest.raises(ArgumentError, match=r"already initialised in this process on cuda:0.*device='cpu'"):
+        backend_module._init_genesis(torch.device("cpu"), "32")
+
+
 # ---- sim-to-sim agreement -----------------------------------------------------------------
 
 

@@ -1,4 +1,12 @@
-"""The conformance suite runs on every backend installed on this machine."""
+"""The conformance suite runs on every backend installed on this machine.
+
+The device is a parameter: UNIENV_TEST_DEVICE ("cpu", "cuda", "cuda:0"; default: CUDA where
+torch sees a GPU, else the CPU) places the mjwarp and genesis backends (mujoco is CPU-only).
+UNIENV_TEST_GENESIS_PRECISION ("32" or "64"; default: Genesis's for the device) sets Genesis's
+precision, which is one per process. Every backend of the suite is made by `create_backend`,
+so these settings reach them all; tests build expected tensors on `backend.device` and compare
+on the CPU, so a CUDA run tests the backend, not the test.
+"""
 
 import importlib.util
 import os
@@ -10,15 +18,17 @@ from unienv.backends import create
 
 SCENE = os.path.join(os.path.dirname(__file__), "scene.xml")
 SIM_DT = 0.005
+DEVICE = os.environ.get("UNIENV_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+GENESIS_PRECISION = os.environ.get("UNIENV_TEST_GENESIS_PRECISION") or None
 
 
 def _mjwarp_device() -> str | None:
-    """Where the suite runs mjwarp: CUDA when there is a GPU, else Warp's CPU device
-    if this warp-lang has its CPU kernels (warp-clang), else nowhere (None)."""
+    """Where the suite runs mjwarp: DEVICE if it is CUDA and there is a GPU; on the CPU, Warp's
+    CPU device if this warp-lang has its CPU kernels (warp-clang); else nowhere (None)."""
     if not importlib.util.find_spec("mujoco_warp"):
         return None
-    if torch.cuda.is_available():
-        return "cuda"
+    if torch.device(DEVICE).type == "cuda":
+        return DEVICE if torch.cuda.is_available() else None
     import warp
 
     warp.config.quiet = True
@@ -35,17 +45,18 @@ AVAILABLE = [
 ] + (["mjwarp"] if MJWARP_DEVICE else [])
 
 
-@pytest.fixture(autouse=True)
-def _mjwarp_on_cpu(monkeypatch):
-    """Without a GPU, every mjwarp backend of the suite gets device="cpu" by default."""
-    if MJWARP_DEVICE == "cpu":
-        from unienv.backends import mjwarp
+def backend_options(name: str) -> dict:
+    """The device (and Genesis's precision) the suite gives backend `name`."""
+    if name == "mjwarp":
+        return {"device": MJWARP_DEVICE}
+    if name == "genesis":
+        return {"device": DEVICE, **({"precision": GENESIS_PRECISION} if GENESIS_PRECISION else {})}
+    return {}
 
-        class MjwarpOnCpu(mjwarp.MjwarpBackend):
-            def __init__(self, *args, device="cpu", **options):
-                super().__init__(*args, device=device, **options)
 
-        monkeypatch.setattr(mjwarp, "MjwarpBackend", MjwarpOnCpu)
+def create_backend(name: str, num_envs: int = 4, scene: str = SCENE, sim_dt: float = SIM_DT, **options):
+    """A contract-scene backend on the suite's device; `options` override."""
+    return create(name, scene, num_envs, sim_dt, **{**backend_options(name), **options})
 
 
 @pytest.fixture(params=AVAILABLE)
@@ -59,7 +70,7 @@ def make_backend(backend_name):
     made = []
 
     def make(num_envs=4, **options):
-        backend = create(backend_name, SCENE, num_envs, SIM_DT, **options)
+        backend = create_backend(backend_name, num_envs, **options)
         made.append(backend)
         return backend
 

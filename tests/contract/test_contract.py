@@ -3,22 +3,39 @@
 Each test checks one promised behaviour with an assertion that fails if the
 behaviour breaks. The scene (scene.xml) holds a free box above the floor and a
 cart-pole with a position servo (cart_servo) and a motor (pole_motor).
+
+Device-correct: inputs and expected values are built on `b.device` in the
+backend's dtype (`on`, `full`), and results are compared there or on the CPU,
+so a CUDA run (conftest: UNIENV_TEST_DEVICE) tests the backend, not the test.
 """
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 from unienv.backends import DR_TERMS, create
+from unienv.backends.base import MJ_FIELDS
 from unienv.errors import ArgumentError, BackendClosedError, CapabilityError, UnknownNameError
 
-from .conftest import SCENE, SIM_DT
+from .conftest import AVAILABLE, DEVICE, GENESIS_PRECISION, SIM_DT, create_backend
+
+
+def on(b, data, dtype=None):
+    """`data` as a tensor on the backend's device, in its float dtype unless told."""
+    return torch.as_tensor(data, dtype=dtype or b.get_capabilities().dtype, device=b.device)
+
+
+def full(b, shape, value):
+    return torch.full(shape, value, dtype=b.get_capabilities().dtype, device=b.device)
 
 
 def zeros_ctrl(b, value=0.0):
-    return torch.full((b.num_envs, b.nu), value, dtype=b.get_capabilities().dtype, device=b.device)
+    return full(b, (b.num_envs, b.nu), value)
 
 
 def snapshot(b):
@@ -52,20 +69,20 @@ def run(b, steps, ctrl=None):
 
 def test_construction_refuses_bad_arguments(backend_name):
     with pytest.raises(ArgumentError, match="num_envs"):
-        create(backend_name, SCENE, 0, SIM_DT)
+        create_backend(backend_name, 0)
     with pytest.raises(ArgumentError, match="sim_dt"):
-        create(backend_name, SCENE, 2, -0.01)
+        create_backend(backend_name, 2, sim_dt=-0.01)
     with pytest.raises(ArgumentError, match="scene"):
-        create(backend_name, "no/such/scene.xml", 2, SIM_DT)
+        create_backend(backend_name, 2, scene="no/such/scene.xml")
     with pytest.raises(TypeError, match="not_an_option"):
-        create(backend_name, SCENE, 2, SIM_DT, not_an_option=1)
+        create_backend(backend_name, 2, not_an_option=1)
     with pytest.raises(UnknownNameError, match="body_mass"):
-        create(backend_name, SCENE, 2, SIM_DT, randomize=["body_mas"])
+        create_backend(backend_name, 2, randomize=["body_mas"])
 
 
 def test_unknown_backend_names_close_matches():
     with pytest.raises(UnknownNameError, match="'mujoco'"):
-        create("mujocoo", SCENE, 2, SIM_DT)
+        create("mujocoo", "scene.xml", 2, SIM_DT)
 
 
 def test_lifecycle(make_backend):
@@ -78,7 +95,7 @@ def test_lifecycle(make_backend):
     b.close()  # idempotent
     assert b.closed
     for call in (
-        lambda: b.step_tensor(torch.zeros(4, 2)),
+        lambda: b.step_tensor(torch.zeros(4, 2, device=b.device)),
         b.get_state_views,
         b.get_physics_state,
         b.materialize,
@@ -89,7 +106,7 @@ def test_lifecycle(make_backend):
 
 
 def test_context_manager_closes(backend_name):
-    with create(backend_name, SCENE, 2, SIM_DT) as b:
+    with create_backend(backend_name, 2) as b:
         b.step_tensor(zeros_ctrl(b))
     assert b.closed
     with pytest.raises(BackendClosedError):
@@ -113,11 +130,11 @@ def test_hot_path_shapes_and_dtypes(make_backend):
     expected = {"time": (n,), "qpos": (n, b.nq), "qvel": (n, b.nv), "ctrl": (n, b.nu)}
     assert {k: tuple(v.shape) for k, v in s.items()} == expected
     assert all(v.dtype == dtype and v.device == b.device for v in s.values())
-    assert torch.allclose(s["time"], torch.full((n,), 2 * SIM_DT, dtype=dtype, device=b.device))
+    assert torch.allclose(s["time"], full(b, (n,), 2 * SIM_DT))
     bodies = b.find("body", ["box", "pole"])
     views = b.get_body_views(bodies)
     assert [tuple(v.shape) for v in views] == [(n, 2, 3), (n, 2, 4), (n, 2, 3), (n, 2, 3)]
-    assert torch.allclose(views.quat.norm(dim=-1), torch.ones(n, 2, dtype=views.quat.dtype, device=b.device))
+    assert torch.allclose(views.quat.norm(dim=-1), full(b, (n, 2), 1.0))
     if caps.contact_forces:
         assert tuple(b.get_contact_forces(bodies).shape) == (n, 2, 3)
     if caps.sensors:
@@ -128,7 +145,50 @@ def test_hot_path_shapes_and_dtypes(make_backend):
         assert tuple(jacp.shape) == tuple(jacr.shape) == (n, 3, b.nv)
     state = b.get_physics_state()
     assert tuple(state.shape) == (n, b.physics_state_size)
-    assert torch.equal(state[:, 1 : 1 + b.nq], s["qpos"])
+    assert torch.equal(state[:, 1 : 1 + b.nq].cpu(), s["qpos"].cpu().to(state.dtype))
+
+
+def test_every_view_and_field_has_the_backend_dtype_and_device(make_backend):
+    """One dtype, one device: state views, body views, sensors, contact forces, site Jacobians
+    and MuJoCo fields (each where declared) are in Capabilities.dtype on backend.device."""
+    b = make_backend(num_envs=2)
+    caps = b.get_capabilities()
+    b.step_tensor(zeros_ctrl(b, 0.1))
+    got = {f"state {k}": v for k, v in b.get_state_views().items()}
+    bodies = np.arange(len(b.names("body")))
+    got.update({f"body {k}": v for k, v in b.get_body_views(bodies)._asdict().items()})
+    if caps.sensors:
+        got.update({f"sensor {name}": b.get_sensor_view(name) for name in b.names("sensor")})
+    if caps.contact_forces:
+        got["contact forces"] = b.get_contact_forces(bodies)
+    if caps.site_jacobian:
+        for site in range(len(b.names("site"))):
+            got[f"jacp {site}"], got[f"jacr {site}"] = b.get_site_jacobian(site)
+    if caps.mj_fields:
+        got.update({f"mj_field {name}": b.get_mj_field(name) for name in MJ_FIELDS})
+    wrong = {
+        k: (v.dtype, str(v.device)) for k, v in got.items() if (v.dtype, v.device) != (caps.dtype, b.device)
+    }
+    assert not wrong, f"expected {caps.dtype} on {b.device}, got {wrong}"
+
+
+@pytest.mark.skipif(
+    "genesis" not in AVAILABLE or GENESIS_PRECISION is not None or torch.device(DEVICE).type == "cuda",
+    reason="Genesis already runs float32 here, or is not installed",
+)
+def test_genesis_float32_on_the_cpu_has_one_dtype():
+    """Genesis takes one precision per process, and this process runs it in float64 on the CPU:
+    the test above again, with precision="32", in a subprocess."""
+    test = f"{__file__}::test_every_view_and_field_has_the_backend_dtype_and_device"
+    env = {**os.environ, "UNIENV_TEST_DEVICE": "cpu", "UNIENV_TEST_GENESIS_PRECISION": "32"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test, "-k", "genesis"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 def test_metadata(make_backend):
@@ -161,12 +221,12 @@ def test_misspelled_names_list_close_matches(make_backend):
 @pytest.mark.parametrize(
     "bad, match",
     [
-        (lambda b: torch.zeros(b.num_envs, b.nu + 1), "shape"),
-        (lambda b: torch.zeros(b.num_envs + 1, b.nu), "shape"),
-        (lambda b: torch.zeros(b.num_envs, b.nu, dtype=torch.int64), "float"),
+        (lambda b: full(b, (b.num_envs, b.nu + 1), 0.0), "shape"),
+        (lambda b: full(b, (b.num_envs + 1, b.nu), 0.0), "shape"),
+        (lambda b: torch.zeros(b.num_envs, b.nu, dtype=torch.int64, device=b.device), "float"),
         (lambda b: np.zeros((b.num_envs, b.nu)), "torch.Tensor"),
-        (lambda b: zeros_ctrl(b).index_fill(1, torch.tensor([0]), float("nan")), "NaN"),
-        (lambda b: zeros_ctrl(b).index_fill(1, torch.tensor([1]), float("inf")), "NaN or inf"),
+        (lambda b: torch.cat([full(b, (b.num_envs, 1), math.nan), zeros_ctrl(b)[:, 1:]], 1), "NaN"),
+        (lambda b: torch.cat([zeros_ctrl(b)[:, :1], full(b, (b.num_envs, 1), math.inf)], 1), "NaN or inf"),
     ],
 )
 def test_step_refuses_bad_ctrl_and_changes_nothing(make_backend, bad, match):
@@ -192,7 +252,7 @@ def test_step_refuses_bad_nsteps(make_backend):
 def test_step_holds_ctrl_for_nsteps(make_backend):
     b = make_backend()
     ctrl = zeros_ctrl(b)
-    ctrl[:, 0] = torch.tensor([0.0, 0.5, 1.0, -1.0], dtype=ctrl.dtype)
+    ctrl[:, 0] = on(b, [0.0, 0.5, 1.0, -1.0])
     b.step_tensor(ctrl, nsteps=20)
     s = b.get_state_views()
     assert torch.equal(s["ctrl"], ctrl)
@@ -209,7 +269,7 @@ def test_set_state_touches_only_selected_rows_and_refreshes_derived(make_backend
     b.step_tensor(zeros_ctrl(b, 0.3), 5)
     before = snapshot(b)
     qpos, qvel = initial_state(b, 2)
-    qpos[:, 0] = torch.tensor([0.25, -0.5], dtype=qpos.dtype)
+    qpos[:, 0] = on(b, [0.25, -0.5])
     b.set_state_tensor(torch.tensor([3, 1]), qpos, qvel)  # any order: rows follow ids
     after = snapshot(b)
     assert torch.equal(after[[0, 2]], before[[0, 2]])
@@ -221,21 +281,21 @@ def test_set_state_touches_only_selected_rows_and_refreshes_derived(make_backend
     if b.get_capabilities().sensors:
         tip = b.get_sensor_view("tip_pos")[[3, 1]]
         expected_x = 0.6 * math.sin(0.3)  # cart at 0, pole tilted 0.3 rad about +y
-        assert torch.allclose(tip[:, 0], torch.full((2,), expected_x, dtype=tip.dtype), atol=1e-5)
+        assert torch.allclose(tip[:, 0], full(b, (2,), expected_x), atol=1e-5)
 
 
 def test_set_state_mask(make_backend):
     b = make_backend()
     b.step_tensor(zeros_ctrl(b, 0.3), 5)
     before = snapshot(b)
-    mask = torch.tensor([False, True, False, True])
+    mask = torch.tensor([False, True, False, True], device=b.device)
     qpos, qvel = initial_state(b, 2)
     b.set_state_tensor_mask(mask, qpos, qvel)
     after = snapshot(b)
     assert torch.equal(after[~mask], before[~mask])
     assert torch.equal(b.get_state_views()["qpos"][mask], qpos)
     with pytest.raises(ArgumentError, match="mask"):
-        b.set_state_tensor_mask(torch.tensor([1, 0, 1, 0]), qpos, qvel)
+        b.set_state_tensor_mask(torch.tensor([1, 0, 1, 0], device=b.device), qpos, qvel)
     assert torch.equal(snapshot(b), after)
 
 
@@ -267,7 +327,7 @@ def test_set_state_refuses_bad_rows(make_backend):
         b.set_state_tensor(ids, qpos[:, :-1], qvel)
     with pytest.raises(ArgumentError, match="qvel"):
         b.set_state_tensor(ids, qpos, qvel[:1])
-    qpos[1, 0] = float("nan")
+    qpos[1, 0] = math.nan
     with pytest.raises(ArgumentError, match="NaN"):
         b.set_state_tensor(ids, qpos, qvel)
     assert torch.equal(snapshot(b), before)
@@ -281,23 +341,22 @@ def test_free_joint_convention(make_backend):
     b = make_backend(num_envs=1)
     qpos, qvel = initial_state(b, 1)
     c, s = math.cos(math.pi / 4), math.sin(math.pi / 4)
-    qpos[0, 3:7] = torch.tensor([c, 0.0, 0.0, s])  # 90 degrees about world z
-    qvel[0, 0:3] = torch.tensor([0.3, 0.0, 0.0])  # world-frame linear velocity
-    qvel[0, 3:6] = torch.tensor([1.0, 0.0, 0.0])  # spin about the box's own x axis
+    qpos[0, 3:7] = on(b, [c, 0.0, 0.0, s])  # 90 degrees about world z
+    qvel[0, 0:3] = on(b, [0.3, 0.0, 0.0])  # world-frame linear velocity
+    qvel[0, 3:6] = on(b, [1.0, 0.0, 0.0])  # spin about the box's own x axis
     b.set_state_tensor(torch.tensor([0]), qpos, qvel)
     box = b.get_body_views(b.find("body", "box"))
-    dtype = box.quat.dtype
-    assert torch.allclose(box.quat[0, 0], torch.tensor([c, 0.0, 0.0, s], dtype=dtype), atol=1e-6)
+    assert torch.allclose(box.quat[0, 0], on(b, [c, 0.0, 0.0, s]), atol=1e-6)
     # the box's x axis points along world y after the rotation
-    assert torch.allclose(box.ang_vel[0, 0], torch.tensor([0.0, 1.0, 0.0], dtype=dtype), atol=1e-6)
-    assert torch.allclose(box.lin_vel[0, 0], torch.tensor([0.3, 0.0, 0.0], dtype=dtype), atol=1e-6)
+    assert torch.allclose(box.ang_vel[0, 0], on(b, [0.0, 1.0, 0.0]), atol=1e-6)
+    assert torch.allclose(box.lin_vel[0, 0], on(b, [0.3, 0.0, 0.0]), atol=1e-6)
     b.step_tensor(zeros_ctrl(b))  # free flight: the quaternion turns about world y
     q = b.get_state_views()["qpos"][0, 3:7]
     angle = SIM_DT * 1.0
     # q = [cos(a/2), 0, sin(a/2), 0] (x) q0, a turn by `angle` about world y
     h = angle / 2
-    expected = torch.tensor([c * math.cos(h), s * math.sin(h), c * math.sin(h), s * math.cos(h)])
-    assert torch.allclose(q, expected.to(q.dtype), atol=1e-4)
+    expected = on(b, [c * math.cos(h), s * math.sin(h), c * math.sin(h), s * math.cos(h)])
+    assert torch.allclose(q, expected, atol=1e-4)
 
 
 # ---- snapshots and determinism ------------------------------------------------------------
@@ -358,7 +417,7 @@ def test_contact_force_supports_resting_box(make_backend):
     box = b.find("body", "box")
     force = b.get_contact_forces(box)[:, 0]
     weight = 1.0 * 9.81
-    assert torch.allclose(force[:, 2], torch.full((4,), weight, dtype=force.dtype), rtol=0.02)
+    assert torch.allclose(force[:, 2], full(b, (4,), weight), rtol=0.02)
     assert force[:, :2].abs().max() < 0.05 * weight
     pole = b.get_contact_forces(b.find("body", "pole"))  # collisions disabled: no contact
     assert pole.abs().max() < 1e-9
@@ -369,17 +428,16 @@ def test_body_wrench_acts_for_one_step(make_backend):
     qpos, qvel = initial_state(b)
     b.set_state_tensor(torch.arange(4), qpos, qvel)
     box = b.find("body", "box")
-    dtype = b.get_capabilities().dtype
-    force = torch.zeros(4, 1, 3, dtype=dtype, device=b.device)
+    force = full(b, (4, 1, 3), 0.0)
     force[:2, 0, 2] = 9.81  # envs 0, 1: hold the 1 kg box against gravity
     b.apply_body_wrench(box, force, torch.zeros_like(force))
     b.step_tensor(zeros_ctrl(b), nsteps=4)
     vz = b.get_state_views()["qvel"][:, 2].clone()
-    assert torch.allclose(vz[:2], torch.zeros(2, dtype=dtype), atol=1e-9)
-    assert torch.allclose(vz[2:], torch.full((2,), -9.81 * 4 * SIM_DT, dtype=dtype), rtol=1e-6)
+    assert torch.allclose(vz[:2], full(b, (2,), 0.0), atol=1e-9)
+    assert torch.allclose(vz[2:], full(b, (2,), -9.81 * 4 * SIM_DT), rtol=1e-6)
     b.step_tensor(zeros_ctrl(b), nsteps=4)  # gone after that call
     dv = b.get_state_views()["qvel"][:, 2] - vz
-    assert torch.allclose(dv, torch.full((4,), -9.81 * 4 * SIM_DT, dtype=dtype), rtol=1e-6)
+    assert torch.allclose(dv, full(b, (4,), -9.81 * 4 * SIM_DT), rtol=1e-6)
     with pytest.raises(ArgumentError, match="force"):
         b.apply_body_wrench(box, force[:, :, :2], torch.zeros_like(force))
 
@@ -390,37 +448,35 @@ def test_site_jacobian_maps_qvel_to_site_velocity(make_backend):
         pytest.skip(f"{b.name} declares site_jacobian=False")
     qpos, qvel = initial_state(b, 2)
     qvel[:, b.joint_qvel_slice("slider")] = 0.4
-    qvel[:, b.joint_qvel_slice("hinge")] = torch.tensor([[1.0], [-2.0]], dtype=qvel.dtype)
+    qvel[:, b.joint_qvel_slice("hinge")] = on(b, [[1.0], [-2.0]])
     b.set_state_tensor(torch.arange(2), qpos, qvel)
     jacp, _ = b.get_site_jacobian(int(b.find("site", "tip")[0]))
     tip = b.get_sensor_view("tip_pos").clone()
     # the cart-pole's qpos and qvel line up: q + eps*v moves along v; float32 needs a larger eps
     eps, atol = (1e-6, 1e-4) if qvel.dtype == torch.float64 else (1e-3, 1e-2)
-    b.set_state_tensor(
-        torch.arange(2), qpos + eps * torch.cat([torch.zeros(2, 7, dtype=qvel.dtype), qvel[:, 6:]], 1), qvel
-    )
+    b.set_state_tensor(torch.arange(2), qpos + eps * torch.cat([full(b, (2, 7), 0.0), qvel[:, 6:]], 1), qvel)
     fd = (b.get_sensor_view("tip_pos") - tip) / eps
-    predicted = torch.einsum(
-        "nij,nj->ni", jacp, torch.cat([torch.zeros(2, 6, dtype=qvel.dtype), qvel[:, 6:]], 1)
-    )
+    predicted = torch.einsum("nij,nj->ni", jacp, torch.cat([full(b, (2, 6), 0.0), qvel[:, 6:]], 1))
     assert torch.allclose(predicted, fd, atol=atol)
 
 
 # ---- domain randomization ----------------------------------------------------------------------
 
 
-def test_dr_terms_round_trip_and_defaults_stay_compiled(make_backend, backend_name):
-    terms = create(backend_name, SCENE, 2, SIM_DT).get_dr_capabilities()
+def test_dr_terms_round_trip_and_defaults_stay_compiled(make_backend):
+    terms = make_backend(2).get_dr_capabilities()
     b = make_backend(randomize=list(terms))
     for term, spec in terms.items():
         default = b.get_dr_default(term)
         assert tuple(default.shape) == spec.shape
-        assert torch.equal(b.get_dr_param(term)[0], default)
+        assert torch.equal(b.get_dr_param(term)[0].cpu(), default.cpu())
         values = modified(default, term).expand(2, *spec.shape).clone()
         b.set_dr_param(term, torch.tensor([3, 1]), values)
-        assert torch.allclose(b.get_dr_param(term, torch.tensor([1, 3])), values)
-        assert torch.equal(b.get_dr_param(term, torch.tensor([0, 2])), default.expand(2, *spec.shape))
-        assert torch.equal(b.get_dr_default(term), default)
+        assert torch.allclose(b.get_dr_param(term, torch.tensor([1, 3])).cpu(), values.cpu())
+        assert torch.equal(
+            b.get_dr_param(term, torch.tensor([0, 2])).cpu(), default.expand(2, *spec.shape).cpu()
+        )
+        assert torch.equal(b.get_dr_default(term).cpu(), default.cpu())
 
 
 def test_dr_refuses_unphysical_values_and_changes_nothing(make_backend):
@@ -447,7 +503,7 @@ def test_dr_undeclared_or_unsupported_terms_raise_capability_error(make_backend,
             with pytest.raises(CapabilityError, match=term):
                 b.get_dr_param(term)
             with pytest.raises(CapabilityError, match=term):
-                create(backend_name, SCENE, 2, SIM_DT, randomize=[term])
+                create_backend(backend_name, 2, randomize=[term])
         elif terms[term].declare:  # must be named at construction
             with pytest.raises(CapabilityError, match=term):
                 b.set_dr_param(term, torch.tensor([0]), b.get_dr_default(term)[None])
@@ -497,7 +553,7 @@ def modified(default: torch.Tensor, term: str) -> torch.Tensor:
     if term == "gravity":
         return torch.zeros_like(default)
     if term == "body_com":
-        return default - torch.tensor([0.0, 0.0, 0.2], dtype=default.dtype)
+        return default - torch.tensor([0.0, 0.0, 0.2], dtype=default.dtype, device=default.device)
     if term == "geom_friction":
         return default * 0.2
     return default * 3.0 + (1.0 if term.startswith("dof_") or term == "actuator_kd" else 0.0)
@@ -505,7 +561,7 @@ def modified(default: torch.Tensor, term: str) -> torch.Tensor:
 
 @pytest.mark.parametrize("term", DR_TERMS)
 def test_dr_term_changes_the_physics(make_backend, backend_name, term):
-    terms = create(backend_name, SCENE, 2, SIM_DT).get_dr_capabilities()
+    terms = make_backend(2).get_dr_capabilities()
     if term not in terms:
         pytest.skip(f"{backend_name} declares no {term} (CapabilityError is tested above)")
     b = make_backend(num_envs=2, randomize=[term])
@@ -543,7 +599,7 @@ def test_dr_mass_changes_holding_force(make_backend):
     assert torch.allclose(fall[0], fall[1], atol=1e-9)  # before landing
     run(b, 300)
     force = b.get_contact_forces(b.find("body", "box"))[:, 0, 2]
-    assert torch.allclose(force[1] / force[0], torch.tensor(2.5, dtype=force.dtype), rtol=0.02)
+    assert torch.allclose(force[1] / force[0], on(b, 2.5), rtol=0.02)
 
 
 def test_pop_diverged_flags_only_the_blown_up_env_once(make_backend):

@@ -19,9 +19,13 @@ servo's kv implicit as in MuJoCo; `ctrl` is clamped to ctrlrange first, as
 MuJoCo does. The `ctrl` view keeps the value given, unclamped, as MjData does.
 
 Device and dtype: one Genesis per process (`gs.init`), on CUDA or the CPU,
-float64 on the CPU and float32 on CUDA unless `precision=` says otherwise. A
-second backend in the same process must ask for the same device and
-precision, or it raises ArgumentError naming them.
+float64 on the CPU and float32 on CUDA unless `precision=` says otherwise;
+every view and result (time included) has that dtype. A second backend in the
+same process must ask for the same device and precision, or it raises
+ArgumentError naming them. On CUDA, Genesis's kernel compiler (Quadrants)
+always uses the process's CUDA device 0, so `device="cuda:k"` with k > 0 is
+refused: to run on GPU k, start the process with CUDA_VISIBLE_DEVICES=k and
+pass device="cuda".
 
 Views: `qpos` and `qvel` from `get_state_views()` are zero-copy torch views of
 Genesis's own state (strided: Genesis stores dofs first, envs second), live on
@@ -146,19 +150,28 @@ def _headless_rendering() -> None:
 
 
 def _init_genesis(device: torch.device, precision: str) -> None:
-    """gs.init once per process; later backends must agree with the first."""
+    """gs.init once per process; later backends must agree with the first.
+
+    `device` is "cpu" or "cuda:0" (see `GenesisBackend._resolve_device`). Genesis puts its
+    torch tensors on torch's current CUDA device, so gs.init runs with device 0 current, where
+    Quadrants runs the kernels, whatever device the caller made current.
+    """
     want = gs.cuda if device.type == "cuda" else gs.cpu
     if gs._initialized:
         have = "64" if gs.np_float == np.float64 else "32"
-        if gs.backend != want or have != precision:
+        if torch.device(gs.device) != device or have != precision:
             raise ArgumentError(
-                f"device/precision: Genesis is already initialised in this process on {gs.backend.name} "
+                f"device/precision: Genesis is already initialised in this process on {gs.device} "
                 f"with precision {have!r}; a second backend must use the same, got device={str(device)!r}, "
                 f"precision={precision!r}"
             )
         return
     _headless_rendering()
-    gs.init(backend=want, precision=precision, logging_level="warning")
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            gs.init(backend=want, precision=precision, logging_level="warning")
+    else:
+        gs.init(backend=want, precision=precision, logging_level="warning")
     if gs.backend != want:  # Genesis falls back to the CPU without raising
         raise ArgumentError(f"device: Genesis could not start on {device}; it fell back to {gs.backend.name}")
 
@@ -228,7 +241,13 @@ class GenesisBackend(SimBackend):
                 raise ArgumentError(
                     f"device: {device!r} requested but CUDA is not available; use 'cpu' or None"
                 )
-            return torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
+            if dev.index not in (None, 0):
+                raise ArgumentError(
+                    f"device: Genesis runs CUDA kernels on the process's CUDA device 0 only (Quadrants "
+                    f"ignores the index), got {device!r}; to run on GPU k, start the process with "
+                    "CUDA_VISIBLE_DEVICES=k and pass device='cuda'"
+                )
+            return torch.device("cuda", 0)
         if dev.type != "cpu":
             raise ArgumentError(f"device: the genesis backend runs on 'cpu' or 'cuda', got {device!r}")
         return dev
@@ -296,7 +315,7 @@ class GenesisBackend(SimBackend):
         self._ctrl_pos = qd_to_torch(sol.dyn_state.dofs.ctrl_pos, transpose=True, copy=False)
         self._ctrl_mode = qd_to_torch(sol.dyn_state.dofs.ctrl_mode, transpose=True, copy=False)
         self._ctrl_force = qd_to_torch(sol.dyn_state.dofs.ctrl_force, transpose=True, copy=False)
-        self._time = torch.zeros(self.num_envs, dtype=torch.float64, device=dev)
+        self._time = torch.zeros(self.num_envs, dtype=self._dtype, device=dev)
         self._ctrl = torch.zeros(self.num_envs, self.nu, dtype=self._dtype, device=dev)
         self._views = {"time": self._time, "qpos": self._qpos, "qvel": self._qvel, "ctrl": self._ctrl}
 
@@ -563,7 +582,7 @@ class GenesisBackend(SimBackend):
         state = state.to(gs.device)
         nq, nv = self.nq, self.nv
         self._write_rows(env, state[:, 1 : 1 + nq], state[:, 1 + nq : 1 + nq + nv])
-        self._time[env] = state[:, 0].to(torch.float64)
+        self._time[env] = state[:, 0].to(self._dtype)
         start = 1 + nq + nv
         if state.shape[1] > start:  # the full row: restore the solver state too, for an exact replay
             for view in self._solver_state():
