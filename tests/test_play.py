@@ -12,6 +12,8 @@ import torch
 from unienv import bench
 from unienv.tasks import TASKS
 
+from .contract.conftest import MJWARP_DEVICE
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -63,6 +65,17 @@ def test_bench_measures_raw_backend_and_env_side_by_side():
     for r in rows:
         assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["env_sps"] > 0
         assert r["env_ratio"] == pytest.approx(r["env_sps"] / r["raw_sps"])
+        n = r["num_envs"]  # one call is one batched env step of n envs
+        assert r["env_overhead_us"] == pytest.approx(1e6 * (n / r["env_sps"] - n / r["raw_sps"]))
+
+
+@pytest.mark.skipif(MJWARP_DEVICE is None, reason="MuJoCo Warp cannot run here")
+def test_bench_runs_several_tasks_and_skips_those_the_backend_refuses(capsys):
+    """Gymnasium's humanoid uses the PGS solver, which mujoco_warp refuses at construction."""
+    args = ["--backend", "mjwarp", "--device", MJWARP_DEVICE, "--task", "humanoid", "cartpole"]
+    rows = bench.main([*args, "--num-envs", "2", "--seconds", "0.05", "--rounds", "1"])
+    assert [r["task"] for r in rows] == ["cartpole"]
+    assert "skipped: the mjwarp backend refuses humanoid" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
