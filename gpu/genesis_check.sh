@@ -1,73 +1,47 @@
 #!/bin/bash
-# Genesis on the GPU machine: the conformance suite on CUDA, and raw Genesis vs unienv throughput on the ant.
+# Genesis on the GPU machine: the conformance suite on CUDA, then raw Genesis vs unienv's backend and
+# env step (python -m unienv.bench) on the cartpole and the ant at 4096 and 16384 envs.
 #
-# Prepare, once, on the machine that sends the run (see shared/device/README.md; sets stay out of git):
-#   echo /.devcarry/ >> .git/info/exclude                                   # already in .gitignore here
+# Prepare, once, on the machine that sends the run (see ../shared/device/README.md; .devcarry/ is git-ignored):
 #   ../shared/device/build-carry.sh genesis .devcarry/genesis --lean        # 35 MiB: Genesis 1.4.5 + MuJoCo 4.0.0
-#   ../shared/device/build-carry.sh base    .devcarry/base                  # 8 MiB: gymnasium, hydra (unienv imports them)
+#   ../shared/device/build-carry.sh base    .devcarry/base                  # 8 MiB: gymnasium, hydra (unienv needs them)
 #   pip download --no-deps --only-binary=:all: -d .devcarry/pytest pytest pluggy iniconfig   # if the remote lacks pytest
 #
-# Run from the repository root (each mode fits one call of at most 600 s; a fresh machine compiles Genesis's kernels
-# first, ~100 s per distinct option set on the H200):
-#   send: [".devcarry/genesis", ".devcarry/base", ".devcarry/pytest"]
-#   bash gpu/genesis_check.sh contract      # tests/contract on genesis, CUDA (the suite's default device)
-#   bash gpu/genesis_check.sh bench         # python -m unienv.bench --backend genesis at 1024 / 4096 / 16384 ant envs
+# One call per mode (each at most 600 s; a fresh machine compiles Genesis's kernels first, ~100 s per distinct
+# set of rigid options, so contract and bench are two calls; while the machine is warm the sets stay installed
+# in /tmp/site and the kernel cache is reused):
+#   carry: [".devcarry/genesis", ".devcarry/base", ".devcarry/pytest"]
+#   bash gpu/genesis_check.sh contract      # tests/contract -k genesis on CUDA
+#   bash gpu/genesis_check.sh bench         # the bench; TASKS="cartpole ant" NUM_ENVS="4096 16384" by default
 #   bash gpu/genesis_check.sh all           # both, contract first
-# While the machine is warm, a second call skips the install (sets in /tmp/site) and reuses the kernel cache.
-# Results go to $OUT: contract.log, contract_junit.xml, bench.log, env.txt.
-set -uo pipefail
+# CONTRACT_K narrows the suite (a pytest -k expression, e.g. "genesis and not dr_"); TASKS, NUM_ENVS,
+# BENCH_SECONDS, BENCH_ROUNDS change the bench. Results in $OUT: summary.txt, env.txt, contract_genesis.log
+# (+ .xml), bench_genesis.log. Exits 1 if any step fails.
+# CPU rehearsal (no carry sets, device cpu, tiny counts): UNIENV_GPU_REHEARSAL=1 bash gpu/genesis_check.sh all
+source "$(dirname "$0")/lib.sh"
 MODE="${1:-all}"
-OUT="${OUT:-/tmp/unienv_out}"
-mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-
-install_sets() {
-  if [ ! -f /tmp/site/genesis_env.sh ]; then
-    bash .devcarry/genesis/install.sh || { echo "genesis carry set failed to install"; exit 1; }
-  fi
-  if [ ! -f /tmp/site/base_env.sh ] && [ -d .devcarry/base ]; then
-    bash .devcarry/base/install.sh || { echo "base carry set failed to install"; exit 1; }
-  fi
-  # shellcheck disable=SC1091
-  source /tmp/site/genesis_env.sh
-  # shellcheck disable=SC1091
-  [ -f /tmp/site/base_env.sh ] && source /tmp/site/base_env.sh
-  if ! python3 -c "import pytest" 2> /dev/null && [ -d .devcarry/pytest ]; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .devcarry/pytest/*.whl
-  fi
-  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-}
-
-record_env() {
-  {
-    date -u +"%Y-%m-%dT%H:%M:%SZ"
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2> /dev/null
-    python3 -c "import sys, torch, genesis, mujoco; print(sys.version.split()[0], 'torch', torch.__version__, \
-'genesis', genesis.__version__, 'mujoco', mujoco.__version__, 'cuda', torch.cuda.is_available())"
-  } | tee "$OUT/env.txt"
-}
-
-run_contract() {
-  # The suite's backends take device=None, which is CUDA here; -k genesis leaves mujoco (CPU) out.
-  timeout 560 python3 -m pytest tests/contract -k genesis -q -p no:cacheprovider -rfE \
-    --junitxml="$OUT/contract_junit.xml" 2>&1 | grep -v "frontend_ir" | tee "$OUT/contract.log"
-  echo "contract exit: ${PIPESTATUS[0]}" | tee -a "$OUT/contract.log"
-}
-
-run_bench() {
-  # the ant's portable observation: Genesis has no MuJoCo cfrc_ext (the mj_fields capability)
-  timeout 560 python3 -m unienv.bench --backend genesis --device cuda --task ant \
-    --task-option include_cfrc_ext_in_observation=false --num-envs 1024 4096 16384 --seconds 2 --rounds 2 \
-    2>&1 | grep -v "frontend_ir" | tee "$OUT/bench.log"
-  echo "bench exit: ${PIPESTATUS[0]}" | tee -a "$OUT/bench.log"
-}
-
-install_sets
-record_env
-python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA on this machine'" || exit 1
 case "$MODE" in
-  contract) run_contract ;;
-  bench) run_bench ;;
-  all) run_contract && run_bench ;;
-  *) echo "usage: bash gpu/genesis_check.sh [contract|bench|all]"; exit 2 ;;
+  contract | bench | all) ;;
+  *) die "usage: bash gpu/genesis_check.sh [contract|bench|all]" ;;
 esac
+
+carry genesis .devcarry/genesis
+carry base .devcarry/base
+ensure_pytest
+install_unienv
+record_env
+
+if [ "$MODE" != bench ]; then
+  default_k="genesis"
+  [ "$REHEARSAL" = 1 ] && default_k="genesis and test_lifecycle"
+  step contract_genesis "$(share 300)" "${PYTEST[@]}" tests/contract -k "${CONTRACT_K:-$default_k}" \
+    --junitxml="$OUT/contract_genesis.xml"
+fi
+if [ "$MODE" != contract ]; then
+  # the ant's portable observation: Genesis has no MuJoCo cfrc_ext (the mj_fields capability)
+  ant=()
+  [[ " $TASKS " == *" ant "* || "$TASKS" == all ]] && ant=(--task-option include_cfrc_ext_in_observation=false)
+  # shellcheck disable=SC2086
+  step bench_genesis "$(share 240)" "${BENCH[@]}" --backend genesis --task $TASKS --num-envs $NUM_ENVS "${ant[@]}"
+fi
+finish

@@ -13,55 +13,42 @@
 #
 # One call (Genesis compiles its kernels on a fresh machine first, ~100 s):
 #   carry: [".devcarry/genesis", ".devcarry/base", ".devcarry/rsl_rl"]
-#   command: bash gpu/train_ant.sh                         # TASK=ant BACKEND=genesis ITERATIONS=300
+#   command: bash gpu/train_ant.sh                         # TASK=ant BACKEND=genesis TRAIN_ENVS=4096 ITERATIONS=300
 #            TASK=quadruped bash gpu/train_ant.sh           # the quadruped (tasks/quadruped.py) instead
 #            BACKEND=mjwarp bash gpu/train_ant.sh           # after `bash gpu/mjwarp_check.sh stage` (two runs)
 # Extra arguments go to train.py as Hydra overrides, e.g. `bash gpu/train_ant.sh num_envs=8192`.
 # Results in $OUT: train.log (rsl_rl's report), curve.txt (return per iteration), summary.txt, policy.pt2, env.txt.
-set -uo pipefail
+# Exits non-zero if training or its summary fails.
+# CPU rehearsal (no carry sets, device cpu, 8 envs, 2 iterations): UNIENV_GPU_REHEARSAL=1 bash gpu/train_ant.sh
+# (BACKEND=mujoco rehearses it without compiling an engine's kernels)
+source "$(dirname "$0")/lib.sh"
 TASK="${TASK:-ant}"
 BACKEND="${BACKEND:-genesis}"
-ITERATIONS="${ITERATIONS:-300}"
-OUT="${OUT:-/tmp/unienv_out}"
-mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
+if [ "$REHEARSAL" = 1 ]; then defaults=(8 2); else defaults=(4096 300); fi
+TRAIN_ENVS="${TRAIN_ENVS:-${defaults[0]}}"
+ITERATIONS="${ITERATIONS:-${defaults[1]}}"
 
-if [ "$BACKEND" = genesis ] && [ ! -f /tmp/site/genesis_env.sh ]; then
-  bash .devcarry/genesis/install.sh || { echo "genesis carry set failed to install"; exit 1; }
+case "$BACKEND" in
+  genesis) carry genesis .devcarry/genesis ;;
+  mjwarp) carry mjwarp .devcarry/mjwarp/part2 ;;
+  *) [ "$REHEARSAL" = 1 ] || die "BACKEND: expected genesis or mjwarp on the GPU machine, got $BACKEND" ;;
+esac
+carry base .devcarry/base
+if ! "$PY" -c "import rsl_rl" 2> /dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --target /tmp/site/rsl_rl .devcarry/rsl_rl/*.whl \
+    || die "rsl_rl carry set failed to install"
+  export PYTHONPATH="/tmp/site/rsl_rl${PYTHONPATH:+:$PYTHONPATH}"
 fi
-if [ "$BACKEND" = mjwarp ] && [ ! -f /tmp/site/mjwarp_env.sh ]; then
-  bash .devcarry/mjwarp/part2/install.sh || { echo "mjwarp carry set failed to install"; exit 1; }
-fi
-if [ ! -f /tmp/site/base_env.sh ] && [ -d .devcarry/base ]; then
-  bash .devcarry/base/install.sh || { echo "base carry set failed to install"; exit 1; }
-fi
-# shellcheck disable=SC1090
-source "/tmp/site/${BACKEND}_env.sh"
-# shellcheck disable=SC1091
-[ -f /tmp/site/base_env.sh ] && source /tmp/site/base_env.sh
-if ! python3 -c "import rsl_rl" 2> /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site/rsl_rl .devcarry/rsl_rl/*.whl \
-    || { echo "rsl_rl carry set failed to install"; exit 1; }
-fi
-python3 -m pip install -q --no-deps --no-build-isolation --no-index --target /tmp/site/unienv . \
-  || { echo "unienv failed to install"; exit 1; }
-export PYTHONPATH="/tmp/site/unienv:/tmp/site/rsl_rl:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
-{
-  date -u +"%Y-%m-%dT%H:%M:%SZ"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null
-  python3 -c 'import torch, rsl_rl, tensordict, importlib.metadata as m; print("torch", torch.__version__,
-"rsl_rl", m.version("rsl-rl-lib"), "tensordict", tensordict.__version__, "cuda", torch.cuda.is_available())'
-} | tee "$OUT/env.txt"
+install_unienv
+record_env
 
-# -P: import unienv from /tmp/site (installed, with unienv.tasks), not from the checkout next to train.py
-start=$(date +%s)
-timeout 540 python3 -P train.py "train=ppo_$TASK" "backend=$BACKEND" device=cuda num_envs=4096 \
-  "train.iterations=$ITERATIONS" "train.policy_path=$OUT/policy.pt2" "hydra.run.dir=$OUT/run" "$@" 2>&1 \
-  | grep -v "frontend_ir" | sed 's/\x1b\[[0-9;]*m//g' > "$OUT/train.log"
-status=${PIPESTATUS[0]}
-echo "train.py exit: $status after $(($(date +%s) - start)) s" | tee -a "$OUT/train.log"
+# -P: train.py imports unienv from $UNIENV_SITE (installed, with unienv.tasks), not from the checkout next to it
+step train "${TRAIN_LIMIT:-540}" "$PY" -P train.py "train=ppo_$TASK" "backend=$BACKEND" "device=$DEVICE" \
+  "num_envs=$TRAIN_ENVS" "train.iterations=$ITERATIONS" "train.policy_path=$OUT/policy.pt2" \
+  "hydra.run.dir=$OUT/run" "$@"
+sed -i 's/\x1b\[[0-9;]*m//g' "$OUT/train.log"
 
-python3 - "$OUT" << 'EOF' | tee "$OUT/summary.txt"
+"$PY" - "$OUT" << 'EOF' | tee -a "$OUT/summary.txt"
 import re, statistics, sys
 out = sys.argv[1]
 log = open(f"{out}/train.log").read()
@@ -82,4 +69,5 @@ print(f"steps/s (collection + learning) per iteration: median {statistics.median
 for line in re.findall(r"^(?:trained|eval:|policy:).*$", log, re.M):
     print(line)
 EOF
-exit "$status"
+[ "${PIPESTATUS[0]}" = 0 ] || FAILED+=(summary)
+finish
