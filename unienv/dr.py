@@ -35,8 +35,9 @@ Invariants:
   * everything is checked when the manager is built, before anything runs: an
     unknown parameter or field or a misspelled name lists the valid ones; a
     parameter the backend cannot write raises CapabilityError naming both; a
-    range that can give a non-physical value (mass <= 0, friction < 0, negative
-    damping or gain) is refused. Nothing is clamped except by a gaussian's
+    range that can give a value the backend refuses (mass <= 0, friction < 0,
+    negative damping or gain: the rules of `unienv.backends.dr_rules`, and the
+    engine's own limits) is refused. Nothing is clamped except by a gaussian's
     stated `clip`.
   * a value is always made from the compiled default, never from the last
     sample, so nothing accumulates; every entry (and observation column) is
@@ -46,9 +47,23 @@ Invariants:
     and env i's own history, never on other envs or on the other terms.
   * a reset or an interval firing writes only the rows of the envs concerned.
 
+Hot path: the env hands the manager (num_envs,) bool masks on the backend's
+device. On a backend whose capabilities say `sync_free` (its state lives where a
+host read would wait for it) every call works on all envs through the mask:
+draws are made for every env but advance only the masked envs' streams
+(`EnvRandom.for_mask`, so env i draws what it would alone), buffers change with
+`torch.where`, parameters go to the backend with `set_dr_param_mask`, pushes
+are a wrench that is zero where none is due; nothing is read back on the host.
+On the CPU engine, where host reads are free, a call returns at once for an
+empty mask and otherwise works on the masked envs' ids. The manager keeps the
+current value of every parameter it writes in a device buffer (read from the
+backend once, at startup), so no write reads the backend back, and the
+extremes drawn so far as device tensors, read only by `ranges()`.
+
 Reading: `env.dr_params()` (each term's current values per env, columns named
 by `env.dr.labels()`), `env.dr.ranges()` (the extremes drawn so far, which a
-sweep reports). A push's m is the subtree's current, randomized mass.
+sweep reports). A push's m is the subtree's current, randomized mass, from the
+manager's own buffer.
 """
 
 from __future__ import annotations
@@ -363,6 +378,42 @@ def _operate(operation: str, base: torch.Tensor, x: torch.Tensor) -> torch.Tenso
     return base + x
 
 
+@dataclasses.dataclass(frozen=True)
+class _Rows:
+    """The envs one call touches: `mask` (num_envs,) always, and `ids` where host reads
+    are free (sync_free False), so that draws and writes cover those envs only.
+    Without ids every operation runs over all envs with the mask (static shapes, no
+    host sync). Sampled rows follow `sampler()`: one per id, or one per env."""
+
+    mask: torch.Tensor
+    ids: torch.Tensor | None = None
+
+    def sampler(self, random: EnvRandom) -> Sampler:
+        return random.for_mask(self.mask) if self.ids is None else random.for_envs(self.ids)
+
+    def take(self, x: torch.Tensor) -> torch.Tensor:
+        """A copy of x's rows, aligned with the sampled rows."""
+        return x.clone() if self.ids is None else x[self.ids]
+
+    def put(self, dst: torch.Tensor, src: torch.Tensor, cols: torch.Tensor | None = None) -> None:
+        """dst[env, cols] = src for the envs touched (src aligned with the sampled rows)."""
+        if self.ids is not None:
+            dst[self.ids if cols is None else (self.ids[:, None], cols)] = src
+            return
+        keep = self.mask.reshape(-1, *(1,) * (src.ndim - 1))
+        if cols is None:
+            dst.copy_(torch.where(keep, src, dst))
+        else:
+            dst[:, cols] = torch.where(keep, src, dst[:, cols])
+
+    def extremes(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The smallest and largest of x over the envs touched (+inf, -inf for none)."""
+        if self.ids is None:
+            keep = self.mask.reshape(-1, *(1,) * (x.ndim - 1))
+            return torch.where(keep, x, math.inf).amin(), torch.where(keep, x, -math.inf).amax()
+        return x.amin(), x.amax()
+
+
 @dataclasses.dataclass
 class _Bound:
     """A term resolved against one backend, with its per-env stream and last draws."""
@@ -372,37 +423,44 @@ class _Bound:
     cols: torch.Tensor  # flat entries of the parameter (or obs / qpos / qvel columns)
     labels: tuple[str, ...]  # a name per entry
     base: torch.Tensor | None = None  # compiled default of the entries (model terms)
-    shape: tuple[int, ...] = ()  # the parameter's per-env shape (model terms)
     value: torch.Tensor | None = None  # (N, E) last values, per env
     countdown: torch.Tensor | None = None  # (N,) env steps to the next firing (interval)
-    drawn: tuple[float, float] = (math.inf, -math.inf)  # smallest and largest draw so far
+    low: torch.Tensor | None = None  # smallest draw so far (0-d, on the device; +inf before any)
+    high: torch.Tensor | None = None  # largest draw so far
     body: int = -1  # push: the pushed body
     subtree: torch.Tensor | None = None  # push: it and its descendants, whose mass moves
 
-    def draw(self, ids: torch.Tensor) -> torch.Tensor:
-        """(len(ids), E) samples for those envs, shared across entries if asked."""
-        t = self.term
-        width = 1 if t.shared else len(self.cols)
-        x = t.distribution.sample(self.random.for_envs(ids), (width,))
-        return self.seen(x).expand(len(ids), len(self.cols))
+    def sample(self, rows: _Rows, width: int) -> torch.Tensor:
+        """(rows, width) draws of the term's distribution, noted in the range of draws."""
+        return self.seen(rows, self.term.distribution.sample(rows.sampler(self.random), (width,)))
 
-    def seen(self, x: torch.Tensor) -> torch.Tensor:
-        """Widen the range of draws by x; returns x."""
+    def draw(self, rows: _Rows) -> torch.Tensor:
+        """(rows, E) samples, shared across entries if asked."""
+        return self.sample(rows, 1 if self.term.shared else len(self.cols)).expand(-1, len(self.cols))
+
+    def seen(self, rows: _Rows, x: torch.Tensor) -> torch.Tensor:
+        """Widen the range of draws by the rows of x that are drawn; returns x."""
         if x.numel():
-            self.drawn = (min(self.drawn[0], float(x.min())), max(self.drawn[1], float(x.max())))
+            lo, hi = rows.extremes(x.to(self.low.dtype))
+            torch.minimum(self.low, lo, out=self.low)
+            torch.maximum(self.high, hi, out=self.high)
         return x
 
-    def draw_interval(self, ids: torch.Tensor) -> torch.Tensor:
+    def draw_interval(self, rows: _Rows) -> torch.Tensor:
         lo, hi = self.term.interval
-        return self.random.for_envs(ids).integers((), lo, hi + 1)
+        return rows.sampler(self.random).integers((), lo, hi + 1)
 
 
 class DomainRandomization:
     """The DR terms of one env, bound to its backend; see the module docstring.
 
-    UniEnv calls `startup()` once after the backend is built, `reset(ids)` and
-    `reset_state(...)` in each reset, `actions(...)` before each physics step
-    and `observation(...)` on each observation.
+    UniEnv calls `startup()` once after the backend is built, `reset(mask)` and
+    `reset_state(mask, ...)` in each reset, `actions(...)` before each physics
+    step and `observation(...)` on each observation. Masks are (num_envs,) bool
+    on the backend's device. On a backend whose capabilities say `sync_free`,
+    every call works on all envs through the mask, with static shapes and no host
+    read; elsewhere (the CPU engine, where host reads are free) a call returns at
+    once when its mask is empty and then works on the masked envs' ids only.
     """
 
     def __init__(self, config: Mapping[str, Any] | Sequence[Term], backend: SimBackend, task: Any, seed=None):
@@ -411,6 +469,7 @@ class DomainRandomization:
         self.num_envs = n = backend.num_envs
         self.device = dev = backend.device
         self.terms = terms
+        self._sync_free = backend.get_capabilities().sync_free
         self._obs_dim = int(np.prod(task.single_observation_space.shape))
         self._act_dim = int(np.prod(task.single_action_space.shape))
         self._step_seconds = float(task.dt)
@@ -426,14 +485,32 @@ class DomainRandomization:
         self._by_kind = {k: [b for b in self._bound if b.term.kind == k] for k in FIELDS}
         self._interval = [b for b in self._bound if b.term.schedule == "interval"]
         self._obs_offset = torch.zeros(n, self._obs_dim, dtype=torch.float64, device=dev)
-        self._rows = torch.arange(n, device=dev)
+        self._env_index = torch.arange(n, device=dev)
+        self._all = _Rows(
+            torch.ones(n, dtype=torch.bool, device=dev), None if self._sync_free else self._env_index
+        )
         self._head = 0
+        # current values of every backend parameter the terms write (and body_mass for pushes),
+        # (N, *shape) float64, read from the backend once at startup: no write reads it back
+        self._current: dict[str, torch.Tensor] = {}
         self.seed(0 if seed is None else seed)
 
     # ---- binding (cold path, all checks) ----------------------------------------
 
     def _stream(self) -> EnvRandom:
         return EnvRandom(self.num_envs, self.device)
+
+    def _bound_term(self, t: Term, cols: torch.Tensor, labels: tuple[str, ...], **fields) -> _Bound:
+        extreme = {"dtype": torch.float64, "device": self.device}
+        return _Bound(
+            t,
+            self._stream(),
+            cols,
+            labels,
+            low=torch.tensor(math.inf, **extreme),
+            high=torch.tensor(-math.inf, **extreme),
+            **fields,
+        )
 
     def _bind_model(self, t: Term) -> _Bound:
         backend, where = self.backend, f"dr.{t.name}"
@@ -466,9 +543,32 @@ class DomainRandomization:
                 names.append(f"{label}[{a}]" if vector else label)
         cols = torch.as_tensor(cols, dtype=torch.int64, device=self.device)
         base = default.reshape(-1)[cols]
-        _check_physical(where, t, spec, base, names)
+        self._check_physical(where, t, default, cols)
         value = base.expand(self.num_envs, len(cols)).clone()
-        return _Bound(t, self._stream(), cols, tuple(names), base=base, shape=spec.shape, value=value)
+        return self._bound_term(t, cols, tuple(names), base=base, value=value)
+
+    def _check_physical(self, where: str, t: Term, default: torch.Tensor, cols: torch.Tensor) -> None:
+        """Refuse a range whose extreme values the backend would refuse (the DR table's
+        domain, e.g. mass > 0, and the engine's own limits): nothing is clamped later."""
+        d = t.distribution
+        ends = torch.stack(
+            [
+                _operate(t.operation, default.reshape(-1)[cols], torch.tensor(x, dtype=torch.float64))
+                for x in (d.low, d.high)
+            ]
+        )
+        # 0 * inf: a zero default scaled stays zero; an infinite end (an unclipped gaussian) is only far
+        ends = torch.nan_to_num(ends, nan=0.0, posinf=1e300, neginf=-1e300)
+        rows = default.expand(2, *default.shape).clone()
+        rows.reshape(2, -1)[:, cols] = ends
+        try:
+            self.backend.check_dr_param(t.param, rows)
+        except ArgumentError as e:
+            what = f"{d.kind} on [{d.low}, {d.high}] with operation {t.operation!r}"
+            reason = str(e).removeprefix("values: ")
+            raise ArgumentError(
+                f"{where}: {what} can give values the {self.backend.name} backend refuses: {reason}"
+            ) from None
 
     def _entries(self, where: str, index: str, patterns, count: int) -> list[tuple[int, str]]:
         """(entry id, name) along a parameter's index axis, picked by names or regexes."""
@@ -498,18 +598,18 @@ class DomainRandomization:
                 f"dr.{t.name}.indices: the observation has {self._obs_dim} columns, got [{start}, {stop})"
             )
         cols = torch.arange(start, stop, device=self.device)
-        bound = _Bound(t, self._stream(), cols, tuple(f"obs[{i}]" for i in range(start, stop)))
-        bound.value = torch.zeros(self.num_envs, stop - start, dtype=torch.float64, device=self.device)
-        return bound  # value: the per-episode bias
+        value = torch.zeros(self.num_envs, stop - start, dtype=torch.float64, device=self.device)
+        labels = tuple(f"obs[{i}]" for i in range(start, stop))
+        return self._bound_term(t, cols, labels, value=value)  # value: the per-episode bias
 
     def _bind_latency(self, t: Term) -> _Bound:
-        bound = _Bound(t, self._stream(), torch.zeros(1, dtype=torch.int64, device=self.device), ("steps",))
-        bound.value = torch.zeros(self.num_envs, 1, dtype=torch.int64, device=self.device)
+        value = torch.zeros(self.num_envs, 1, dtype=torch.int64, device=self.device)
+        cols = torch.zeros(1, dtype=torch.int64, device=self.device)
         slots = t.delay[1] + 1
         self._history = torch.zeros(
             slots, self.num_envs, self._act_dim, dtype=torch.float64, device=self.device
         )
-        return bound  # value: each env's delay in steps
+        return self._bound_term(t, cols, ("steps",), value=value)  # value: each env's delay in steps
 
     def _bind_push(self, t: Term) -> _Bound:
         backend, where = self.backend, f"dr.{t.name}"
@@ -521,10 +621,15 @@ class DomainRandomization:
         parent = backend.info.body_parent
         subtree = [b for b in range(len(parent)) if _descends(b, body, parent)]
         cols = torch.as_tensor(t.axes, dtype=torch.int64, device=self.device)
-        bound = _Bound(t, self._stream(), cols, tuple("xyz"), body=body)
-        bound.subtree = torch.as_tensor(subtree, device=self.device)
-        bound.value = torch.zeros(self.num_envs, 3, dtype=torch.float64, device=self.device)
-        return bound  # value: the last commanded dv
+        value = torch.zeros(self.num_envs, 3, dtype=torch.float64, device=self.device)
+        return self._bound_term(
+            t,
+            cols,
+            tuple("xyz"),
+            body=body,
+            subtree=torch.as_tensor(subtree, device=self.device),
+            value=value,
+        )  # value: the last commanded dv
 
     def _bind_init(self, t: Term) -> _Bound:
         backend, where, info = self.backend, f"dr.{t.name}", self.backend.info
@@ -546,9 +651,9 @@ class DomainRandomization:
                 )
             cols += list(span)
             labels += [joints[j] if len(span) == 1 else f"{joints[j]}:{k}" for k in range(len(span))]
-        bound = _Bound(t, self._stream(), torch.as_tensor(cols, device=self.device), tuple(labels))
-        bound.value = torch.zeros(self.num_envs, len(cols), dtype=torch.float64, device=self.device)
-        return bound  # value: the last sample
+        value = torch.zeros(self.num_envs, len(cols), dtype=torch.float64, device=self.device)
+        cols = torch.as_tensor(cols, dtype=torch.int64, device=self.device)
+        return self._bound_term(t, cols, tuple(labels), value=value)  # value: the last sample
 
     # ---- seeding and schedules ----------------------------------------------------
 
@@ -558,112 +663,128 @@ class DomainRandomization:
             b.random.seed(int(seed) + (zlib.crc32(b.term.name.encode()) << 30))
 
     def startup(self) -> None:
-        """Apply the startup terms to every env and start the interval timers."""
-        ids = self._rows
+        """Read the current values of the parameters written, apply the startup terms to
+        every env and start the interval timers (cold: after the backend is built)."""
+        params = set(backend_params(self.terms))
+        if self._by_kind["push"] and "body_mass" not in params:
+            masses = torch.as_tensor(self.backend.info.body_mass, dtype=torch.float64, device=self.device)
+            self._current["body_mass"] = masses.expand(self.num_envs, -1)
+        for param in params:
+            self._current[param] = self.backend.get_dr_param(param).to(self.device, torch.float64)
         for b in self._bound:
             if b.term.schedule == "startup":
-                self._apply(b, ids)
+                self._apply(b, self._all)
             if b.term.schedule == "interval":
-                b.countdown = b.draw_interval(ids)
+                b.countdown = b.draw_interval(self._all)
 
-    def reset(self, env_ids: torch.Tensor) -> None:
-        """Before those envs' state is set: reset-time terms, timers, bias, latency."""
-        ids = env_ids.to(self.device)
+    def _rows(self, mask: torch.Tensor) -> _Rows | None:
+        """The envs of mask as this backend works on them; None where nothing is to do
+        (only known, and only asked, where host reads are free)."""
+        if self._sync_free:
+            return _Rows(mask)
+        ids = torch.nonzero(mask).flatten()
+        return _Rows(mask, ids) if len(ids) else None
+
+    def reset(self, mask: torch.Tensor) -> None:
+        """Before the masked envs' state is set: reset-time terms, timers, bias, latency."""
+        rows = self._rows(mask)
+        if rows is None:
+            return
         for b in self._bound:
             t = b.term
             if t.schedule == "reset":
-                self._apply(b, ids)
+                self._apply(b, rows)
             elif t.schedule == "interval":
-                b.countdown[ids] = b.draw_interval(ids)
+                rows.put(b.countdown, b.draw_interval(rows))
             if t.kind == "obs_noise" and t.bias > 0:
-                b.value[ids] = b.seen(b.random.for_envs(ids).uniform((len(b.cols),), -t.bias, t.bias))
+                bias = rows.sampler(b.random).uniform((len(b.cols),), -t.bias, t.bias)
+                rows.put(b.value, b.seen(rows, bias))
         if self._by_kind["action_latency"]:
-            self._history[:, ids] = 0.0
+            self._history.masked_fill_(mask[None, :, None], 0.0)
 
-    def reset_state(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor):
-        """The task's reset state for those envs with the init_state terms applied."""
-        if not self._by_kind["init_state"]:
+    def reset_state(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor):
+        """The task's reset state (N, nq) and (N, nv) with the init_state terms applied to
+        the masked envs' rows; other rows come back unchanged."""
+        rows = self._rows(mask) if self._by_kind["init_state"] else None
+        if rows is None:
             return qpos, qvel
-        ids = env_ids.to(self.device)
         state = {"qpos": qpos.clone(), "qvel": qvel.clone()}
         for b in self._by_kind["init_state"]:
-            x = b.draw(ids)
+            x = b.draw(rows)
             target = state[b.term.field]
-            base = target[:, b.cols].to(torch.float64)
-            target[:, b.cols] = _operate(b.term.operation, base, x).to(target.dtype)
-            b.value[ids] = x
+            base = rows.take(target)[:, b.cols].to(torch.float64)
+            rows.put(target, _operate(b.term.operation, base, x).to(target.dtype), b.cols)
+            rows.put(b.value, x)
         return state["qpos"], state["qvel"]
 
     def actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """Before a physics step: fire due interval terms (pushes among them) and
+        """Before a physics step: fire the interval terms where due (pushes among them) and
         return the actions to apply, delayed per env if there is a latency term."""
-        if self._interval:
-            pushes = []
-            for b in self._interval:
-                b.countdown -= 1
-                due = b.countdown <= 0
-                if bool(due.any()):
-                    ids = torch.nonzero(due).flatten()
-                    b.countdown[ids] = b.draw_interval(ids)
-                    self._apply(b, ids)
-                    if b.term.kind == "push":
-                        pushes.append((b, ids))
-            if pushes:
-                self._push(pushes)
+        pushes = []
+        for b in self._interval:
+            b.countdown -= 1
+            due = b.countdown <= 0
+            rows = self._rows(due)
+            if rows is None:
+                continue
+            rows.put(b.countdown, b.draw_interval(rows))
+            self._apply(b, rows)
+            if b.term.kind == "push":
+                pushes.append((b, due))
+        if pushes:
+            self._push(pushes)
         if self._by_kind["action_latency"]:
             h = self._history
             self._head = (self._head + 1) % len(h)
             h[self._head] = actions
             delay = self._by_kind["action_latency"][0].value[:, 0]
-            return h[(self._head - delay) % len(h), self._rows].to(actions.dtype)
+            return h[(self._head - delay) % len(h), self._env_index].to(actions.dtype)
         return actions
 
-    def observation(self, obs: torch.Tensor, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """obs plus noise; fresh noise for env_ids (default all), the same as last time for the others."""
+    def observation(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """obs plus noise: fresh noise for the masked envs (None: all), the same as last
+        time for the others."""
         noise = self._by_kind["obs_noise"]
         if not noise:
             return obs
-        ids = self._rows if env_ids is None else env_ids.to(self.device)
-        if len(ids):
+        rows = self._all if mask is None else self._rows(mask)
+        if rows is not None:
             for b in noise:
-                fresh = b.term.distribution.sample(b.random.for_envs(ids), (len(b.cols),))
-                self._obs_offset[ids[:, None], b.cols] = fresh + b.value[ids]
+                fresh = b.term.distribution.sample(rows.sampler(b.random), (len(b.cols),))
+                rows.put(self._obs_offset, fresh + rows.take(b.value), b.cols)
         return obs + self._obs_offset.reshape(obs.shape).to(obs.dtype)
 
     # ---- writing --------------------------------------------------------------
 
-    def _apply(self, b: _Bound, ids: torch.Tensor) -> None:
+    def _apply(self, b: _Bound, rows: _Rows) -> None:
         t = b.term
         if t.kind == "model":
-            value = _operate(t.operation, b.base, b.draw(ids))
-            current = self.backend.get_dr_param(t.param, ids.cpu()).to(self.device, torch.float64)
-            flat = current.reshape(len(ids), -1)
-            flat[:, b.cols] = value
-            self.backend.set_dr_param(t.param, ids.cpu(), flat.reshape(len(ids), *b.shape))
-            b.value[ids] = value
+            value = _operate(t.operation, b.base, b.draw(rows))
+            current = self._current[t.param]
+            rows.put(current.view(self.num_envs, -1), value, b.cols)
+            self.backend.set_dr_param_mask(t.param, rows.mask, current)
+            rows.put(b.value, value)
         elif t.kind == "action_latency":
             lo, hi = t.delay
-            b.value[ids] = b.seen(b.random.for_envs(ids).integers((1,), lo, hi + 1))
+            rows.put(b.value, b.seen(rows, rows.sampler(b.random).integers((1,), lo, hi + 1)))
         elif t.kind == "push":
-            dv = torch.zeros(len(ids), 3, dtype=torch.float64, device=self.device)
-            dv[:, b.cols] = b.seen(t.distribution.sample(b.random.for_envs(ids), (len(b.cols),)))
-            b.value[ids] = dv
+            x = b.sample(rows, len(b.cols))
+            dv = torch.zeros(len(x), 3, dtype=torch.float64, device=self.device)
+            dv[:, b.cols] = x
+            rows.put(b.value, dv)
 
     def _push(self, pushes: list[tuple[_Bound, torch.Tensor]]) -> None:
-        """One wrench for this step: force m*dv/T on each pushed body, zero elsewhere."""
+        """One wrench for this step: force m*dv/T on each pushed body where due, zero elsewhere;
+        m is the subtree's current (randomized) mass."""
         bodies = sorted({b.body for b, _ in pushes})
         force = torch.zeros(self.num_envs, len(bodies), 3, dtype=torch.float64, device=self.device)
-        masses = self._body_masses()
-        for b, ids in pushes:
-            mass = masses[ids[:, None], b.subtree].sum(1, keepdim=True)
-            force[ids, bodies.index(b.body)] += mass * b.value[ids] / self._step_seconds
+        masses = self._current["body_mass"]
+        for b, due in pushes:
+            mass = masses[:, b.subtree].sum(1, keepdim=True)
+            force[:, bodies.index(b.body)] += torch.where(
+                due[:, None], mass * b.value / self._step_seconds, 0.0
+            )
         self.backend.apply_body_wrench(np.asarray(bodies), force, torch.zeros_like(force))
-
-    def _body_masses(self) -> torch.Tensor:
-        if "body_mass" in self.backend.get_dr_capabilities():
-            return self.backend.get_dr_param("body_mass").to(self.device, torch.float64)
-        mass = torch.as_tensor(self.backend.info.body_mass, dtype=torch.float64, device=self.device)
-        return mass.expand(self.num_envs, -1)
 
     # ---- what users read ---------------------------------------------------------
 
@@ -679,10 +800,13 @@ class DomainRandomization:
     def ranges(self) -> dict[str, tuple[float, float]]:
         """Per term, the smallest and largest draw x so far (over envs, entries and
         time; the factor of a scale, the offset of an add; for obs_noise, the bias;
-        for action_latency, the delay). (nan, nan) for a term that has not drawn."""
-        return {
-            b.term.name: b.drawn if b.drawn[0] <= b.drawn[1] else (math.nan, math.nan) for b in self._bound
-        }
+        for action_latency, the delay). (nan, nan) for a term that has not drawn.
+        Kept on the device; read here (a host read: call it off the hot path)."""
+        out = {}
+        for b in self._bound:
+            low, high = float(b.low), float(b.high)
+            out[b.term.name] = (low, high) if low <= high else (math.nan, math.nan)
+        return out
 
     def labels(self) -> dict[str, tuple[str, ...]]:
         """The name of each column of `params()`, per term."""

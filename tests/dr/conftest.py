@@ -50,26 +50,30 @@ class ContractTask(Task):
         self.box_z, self.box_vx, self.pole = box_z, box_vx, pole
 
     def setup(self, backend):
-        self.qpos0 = torch.as_tensor(backend.info.qpos0, dtype=torch.float64, device=backend.device)
-        self.nv, self.device = backend.nv, backend.device
+        super().setup(backend)
+        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.nv = backend.nv
 
     def action_to_ctrl(self, action):
-        return action.to(torch.float64)
+        return action.to(self.dtype)
 
-    def observe(self, backend):
+    def read(self, backend):
         s = backend.get_state_views()
-        return torch.cat((s["qpos"], s["qvel"]), dim=1)
+        return {"obs": torch.cat((s["qpos"], s["qvel"]), dim=1)}
 
-    def reward(self, backend, action):
-        return torch.zeros(backend.num_envs, dtype=torch.float64, device=backend.device), {}
+    def observe(self, s, memory):
+        return s["obs"]
 
-    def terminated(self, backend):
-        return torch.zeros(backend.num_envs, dtype=torch.bool, device=backend.device)
+    def reward(self, s, prev, action, memory):
+        return torch.zeros(len(s["obs"]), dtype=self.dtype, device=self.device), {}
+
+    def terminated(self, s, memory):
+        return torch.zeros(len(s["obs"]), dtype=torch.bool, device=self.device)
 
     def reset_state(self, env_ids, rng):
         qpos = self.qpos0.repeat(len(env_ids), 1)
         qpos[:, BOX_Z], qpos[:, SLIDER_Q], qpos[:, HINGE_Q] = self.box_z, 0.0, self.pole
-        qvel = torch.zeros(len(env_ids), self.nv, dtype=torch.float64, device=self.device)
+        qvel = torch.zeros(len(env_ids), self.nv, dtype=self.dtype, device=self.device)
         qvel[:, BOX_VX] = self.box_vx
         return qpos, qvel
 
@@ -94,6 +98,30 @@ def make_mujoco_env():
     yield from _factory("mujoco")
 
 
+@pytest.fixture
+def dr_backend(backend_name):
+    """A 4-env backend that declares every DR term it has (genesis: the first shared one,
+    its defaults restored)."""
+    if backend_name == "genesis":
+        yield _shared_genesis(0)
+        return
+    device = {"mjwarp": MJWARP_DEVICE}.get(backend_name)
+    backend = create(backend_name, SCENE, 4, ContractTask.sim_dt, device=device, randomize=DR_TERMS)
+    yield backend
+    backend.close()
+
+
+def _shared_genesis(slot):
+    """The session's genesis backend number `slot` (4 envs, every term declared), defaults restored."""
+    backend = _shared.get(slot)
+    if backend is None:
+        backend = _shared[slot] = create(
+            "genesis", SCENE, 4, ContractTask.sim_dt, device="cpu", randomize=DR_TERMS
+        )
+    _restore_defaults(backend)
+    return backend
+
+
 def _factory(backend_name):
     made, shared_used = [], []
 
@@ -103,14 +131,8 @@ def _factory(backend_name):
             if num_envs != 4:
                 pytest.skip("genesis runs share 4-env scenes")
             slot = len(shared_used)  # a test's second env (e.g. an unrandomized twin) gets its own scene
-            backend = _shared.get(slot)
-            if backend is None:
-                backend = create(
-                    "genesis", SCENE, num_envs, ContractTask.sim_dt, device="cpu", randomize=DR_TERMS
-                )
-                _shared[slot] = backend
+            backend = _shared_genesis(slot)
             shared_used.append(slot)
-            _restore_defaults(backend)
             missing = set(domain_randomization.backend_params(terms)) - set(backend.get_dr_capabilities())
             if missing:
                 pytest.skip(f"the genesis backend does not declare {sorted(missing)}")

@@ -23,6 +23,15 @@ Invariants this class enforces for every backend, once, here:
   * a feature the backend does not declare in `get_capabilities()` raises
     CapabilityError, as does a DR term it cannot write.
 
+Domain randomization: every backend takes the terms' names, shapes, units,
+minimums and what follows a write (inertia with mass, servo bias with kp and
+kd, derived constants after mass, COM or armature) from one table,
+`unienv.backends.dr_rules`. `set_dr_param` writes rows by env ids;
+`set_dr_param_mask` writes by a mask with static shapes, and reads nothing
+back on a backend whose capabilities say `sync_free` (rows out of the term's
+domain are then left unwritten instead of raising). Both go through one hook,
+`_set_dr_mask`.
+
 Engines implement the underscored hooks at the bottom of the class.
 """
 
@@ -38,25 +47,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from unienv.backends.dr_rules import DR_TERMS, DRTerm, problems
 from unienv.errors import (
     ArgumentError,
     BackendClosedError,
     CapabilityError,
     unknown_name,
 )
-
-DR_TERMS = (
-    "body_mass",
-    "body_com",
-    "geom_friction",
-    "dof_damping",
-    "dof_armature",
-    "dof_frictionloss",
-    "actuator_kp",
-    "actuator_kd",
-    "gravity",
-)
-"""Every domain-randomization term of the contract, in documentation order."""
 
 OBJECT_KINDS = ("body", "joint", "actuator", "site", "geom", "sensor")
 
@@ -91,23 +88,6 @@ class Capabilities:
     # built for it run on the CPU): unienv then drives it with masks and static shapes and never
     # reads a device value on the host in the hot path (no bool(t), .item(), .cpu(), nonzero)
     sync_free: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class DRTerm:
-    """A domain-randomization term a backend can write per environment.
-
-    `index` names what the first axis of `shape` runs over ("body", "geom",
-    "dof", "actuator", or "" for a term with no per-object axis). Terms with
-    `declare=True` must be named in the constructor's `randomize=`.
-    """
-
-    name: str
-    index: str
-    shape: tuple[int, ...]
-    unit: str
-    declare: bool = False
-    minimum: float | None = None  # smallest physical value, e.g. 0 for a mass
 
 
 class BodyViews(NamedTuple):
@@ -259,6 +239,7 @@ class SimBackend(abc.ABC):
         if isinstance(randomize, str):
             randomize = (randomize,)
         self._requested_dr = tuple(randomize)
+        self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
 
     # ---- metadata (cold path) ---------------------------------------------
 
@@ -313,7 +294,7 @@ class SimBackend(abc.ABC):
 
     def get_dr_capabilities(self) -> dict[str, DRTerm]:
         """The DR terms this backend can write per env, by name."""
-        return dict(self._dr_terms())
+        return dict(self._dr_specs)
 
     # ---- lifecycle ----------------------------------------------------------
 
@@ -439,13 +420,18 @@ class SimBackend(abc.ABC):
         """World-frame force and torque at each body's COM, for the next step only.
 
         force and torque are (num_envs, B, 3); a second call before the step
-        replaces the first.
+        replaces the first. A NaN or inf raises ArgumentError, except on a sync-free
+        backend, which checks on the device and gives that env no wrench.
         """
         self._ready()
         self._require("body_wrench")
         ids = self._checked_object_ids(body_ids, "body")
-        force = self._checked_array(force, "force", (self.num_envs, len(ids), 3))
-        torque = self._checked_array(torque, "torque", (self.num_envs, len(ids), 3))
+        sync_free = self._capabilities.sync_free
+        force = self._checked_array(force, "force", (self.num_envs, len(ids), 3), finite=not sync_free)
+        torque = self._checked_array(torque, "torque", (self.num_envs, len(ids), 3), finite=not sync_free)
+        if sync_free:  # checked on the device: an env whose wrench is not finite gets none
+            finite = (torch.isfinite(force) & torch.isfinite(torque)).flatten(1).all(1)[:, None, None]
+            force, torque = torch.where(finite, force, 0.0), torch.where(finite, torque, 0.0)
         self._apply_body_wrench(ids, force, torque)
 
     def get_mj_field(self, name: str) -> torch.Tensor:
@@ -498,34 +484,80 @@ class SimBackend(abc.ABC):
     # ---- domain randomization ----------------------------------------------
 
     def set_dr_param(self, term: str, env_ids: Any, values: torch.Tensor) -> None:
-        """Write a DR term's values (len(env_ids), *term.shape) for those envs."""
+        """Write a DR term's values (len(env_ids), *term.shape) for those envs.
+
+        Values outside the term's domain (non-finite, below its minimum, a mass
+        that had some at 0) raise ArgumentError naming `values`; nothing is written.
+        """
         self._ready()
         spec = self._checked_term(term)
         ids, order = self._checked_ids(env_ids)
-        values = self._checked_array(values, "values", (len(ids), *spec.shape))
-        if spec.minimum is not None and bool((values < spec.minimum).any()):
-            bad = values[values < spec.minimum].flatten()[0].item()
-            raise ArgumentError(f"values: {term} must be >= {spec.minimum} ({spec.unit}), got {bad}")
-        if term == "body_mass":
-            default = self._dr_default("body_mass").to(values.device)
-            if bool(((values <= 0) & (default > 0)).any()):
-                raise ArgumentError("values: body_mass must stay > 0 for bodies that have mass")
+        values = self._checked_array(values, "values", (len(ids), *spec.shape), finite=False)
         if order is not None:
             values = values[order]
+        rows = ids.to(self.device)
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[rows] = True
+        full = torch.zeros(self.num_envs, *spec.shape, dtype=values.dtype, device=self.device)
+        full[rows] = values
+        self._refuse_bad_rows(term, mask, full)
         if len(ids):
-            self._set_dr(term, ids, values)
+            self._set_dr_mask(term, mask, full)
+
+    def set_dr_param_mask(self, term: str, mask: Any, values: torch.Tensor) -> torch.Tensor:
+        """Write a DR term's values (num_envs, *term.shape) for the envs where `mask`
+        (num_envs,) is True; the other rows of `values` are ignored. Returns the
+        (num_envs,) bool mask of the rows written.
+
+        The static-shape form of set_dr_param, for the hot path: on a backend whose
+        capabilities say `sync_free`, it never waits for the device. Arguments of
+        the wrong type, shape or dtype raise, naming them, and change nothing. A
+        masked row whose values leave the term's domain (see set_dr_param) is
+        refused: where host reads are free (sync_free False) the call raises
+        ArgumentError and writes nothing; a sync-free backend, which cannot raise
+        on a device value without waiting for it, leaves that row unwritten and
+        clears it in the returned mask.
+        """
+        self._ready()
+        spec = self._checked_term(term)
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+            got = (
+                f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+            )
+            raise ArgumentError(f"mask: expected a bool tensor of shape ({self.num_envs},), got {got}")
+        values = self._checked_array(values, "values", (self.num_envs, *spec.shape), finite=False)
+        mask = mask.to(self.device)
+        if not self._capabilities.sync_free:
+            self._refuse_bad_rows(term, mask, values)
+            if bool(mask.any()):
+                self._set_dr_mask(term, mask, values)
+            return mask
+        for rows, _ in self._dr_problems(term, values):
+            mask = mask & ~rows
+        self._set_dr_mask(term, mask, values)
+        return mask
+
+    def check_dr_param(self, term: str, values: torch.Tensor) -> None:
+        """Raise ArgumentError naming `values` if a row of values (n, *term.shape) is one
+        that set_dr_param refuses; writes nothing. Reads the device: for the cold path
+        (DR checks its configured ranges with it before anything runs)."""
+        self._check_open()
+        spec = self._checked_term(term)
+        n = len(values) if isinstance(values, torch.Tensor) and values.ndim else 1
+        values = self._checked_array(values, "values", (n, *spec.shape), finite=False)
+        self._refuse_bad_rows(term, torch.ones(n, dtype=torch.bool, device=self.device), values)
 
     def get_dr_param(self, term: str, env_ids: Any = None) -> torch.Tensor:
-        """Current values of a DR term, (len(env_ids), *term.shape)."""
+        """Current values of a DR term, (len(env_ids), *term.shape), float64 on the CPU."""
         self._ready()
         self._checked_term(term)
-        if env_ids is None:
-            ids = torch.arange(self.num_envs)
-        else:
+        values = self._dr_values(term)
+        if env_ids is not None:
             ids, order = self._checked_ids(env_ids)
             if order is not None:  # give rows back in the caller's order
                 ids = ids[torch.argsort(order)]
-        return self._get_dr(term, ids)
+            values = values[ids.to(values.device)]
+        return values.to("cpu", torch.float64, copy=True)
 
     def get_dr_default(self, term: str) -> torch.Tensor:
         """The compiled value of a DR term, (*term.shape); never a randomized one."""
@@ -543,8 +575,12 @@ class SimBackend(abc.ABC):
         if not getattr(self._capabilities, feature):
             raise CapabilityError(f"the {self.name} backend does not support {feature}")
 
+    @functools.cached_property
+    def _dr_specs(self) -> Mapping[str, DRTerm]:
+        return dict(self._dr_terms())
+
     def _checked_term(self, term: str) -> DRTerm:
-        terms = self._dr_terms()
+        terms = self._dr_specs
         if term not in terms:
             if term in DR_TERMS:
                 raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
@@ -559,7 +595,7 @@ class SimBackend(abc.ABC):
 
     def _validate_randomize(self) -> None:
         """Check `randomize=` against the backend's terms (call from __init__)."""
-        terms = self._dr_terms()
+        terms = self._dr_specs
         for term in self._requested_dr:
             if term not in DR_TERMS:
                 raise unknown_name("DR term in randomize", term, DR_TERMS)
@@ -580,16 +616,31 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: contains NaN or inf")
         return x
 
-    def _checked_array(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+    def _checked_array(self, x: Any, name: str, shape: tuple[int, ...], finite: bool = True) -> torch.Tensor:
+        """A float tensor of that shape, on the backend device; with `finite`, checked
+        on the host to hold no NaN or inf."""
         if not isinstance(x, torch.Tensor):
             raise ArgumentError(f"{name}: expected a torch.Tensor {shape}, got {type(x).__name__}")
         if tuple(x.shape) != shape:
             raise ArgumentError(f"{name}: expected shape {shape}, got {tuple(x.shape)}")
         if not x.dtype.is_floating_point:
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
-        if not bool(torch.isfinite(x).all()):
+        if finite and not bool(torch.isfinite(x).all()):
             raise ArgumentError(f"{name}: contains NaN or inf")
         return x.to(self.device)
+
+    def _dr_problems(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        """(rows, what is wrong) for each rule of the term (`dr_rules.problems`) and of the
+        engine (`_dr_limits`) that values (n, *shape) break; on the device, no host read."""
+        if term not in self._dr_compiled:
+            self._dr_compiled[term] = self._dr_default(term).to(self.device)
+        return problems(term, values, self._dr_compiled[term]) + self._dr_limits(term, values)
+
+    def _refuse_bad_rows(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
+        """Raise ArgumentError naming `values` if a masked row breaks a rule (a host read)."""
+        for rows, message in self._dr_problems(term, values):
+            if bool((rows & mask).any()):
+                raise ArgumentError(f"values: {message}")
 
     def _all_finite(self, x: torch.Tensor) -> bool:
         return bool(torch.isfinite(x).all())
@@ -647,13 +698,20 @@ class SimBackend(abc.ABC):
     def _dr_terms(self) -> Mapping[str, DRTerm]: ...
 
     @abc.abstractmethod
-    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None: ...
+    def _set_dr_mask(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
+        """Write values (num_envs, *shape) where mask (rows checked valid), with what follows
+        them (`dr_rules`); on a sync-free backend, without reading the device."""
 
     @abc.abstractmethod
-    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor: ...
+    def _dr_values(self, term: str) -> torch.Tensor:
+        """Every env's current values of a term, (num_envs, *shape), on the device."""
 
     @abc.abstractmethod
     def _dr_default(self, term: str) -> torch.Tensor: ...
+
+    def _dr_limits(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        """(rows, message) for values the engine cannot take beyond the table's rules."""
+        return []
 
     def _pop_diverged(self) -> torch.Tensor:
         s = self._state_views()

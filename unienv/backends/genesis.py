@@ -59,6 +59,11 @@ solver's warm start). DR terms other than `geom_friction` and `gravity` are
 stored per env only when named in `randomize=` (Genesis must know before it
 builds); `pop_diverged` flags envs past MuJoCo's mjMAXVAL, since Genesis does
 not reset them itself.
+
+DR writes follow the rules of `dr_rules` on per-env float64 copies of the
+MuJoCo model fields (mass with inertia, gainprm and biasprm for kp and kd), the
+values the backend reports; every env's values of the changed fields then go
+to Genesis's setters with the full env index, which needs no host read.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ from unienv.backends.base import (
     SimBackend,
     load_mjmodel,
 )
+from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError, CapabilityError
 
 # DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway)
@@ -209,6 +215,12 @@ class GenesisBackend(SimBackend):
             integrator = _FROM_MUJOCO[int(model.opt.integrator)]
         if integrator not in _INTEGRATORS:
             raise ArgumentError(f"integrator: expected one of {sorted(_INTEGRATORS)}, got {integrator!r}")
+        self._dr = ModelDR(model, self.device, torch.float64)
+        self._friction0 = torch.as_tensor(model.geom_friction, dtype=torch.float64, device=self.device)
+        # (ngeom, 2): where condim makes torsional and rolling friction matter
+        self._rolling = torch.stack(
+            [torch.as_tensor(model.geom_condim >= k, device=self.device) for k in (4, 6)], -1
+        )
         self._validate_randomize()
 
         options = {
@@ -338,14 +350,9 @@ class GenesisBackend(SimBackend):
             self._ctrl_mode[:, dofs] = int(gs.CTRL_MODE.POSITION)
             self._ctrl_pos[:, dofs] = 0.0
 
-        kd = torch.as_tensor(-m.actuator_biasprm[:, 2], dtype=self._dtype, device=dev)
-        self._kd = kd.expand(self.num_envs, -1).clone()  # MuJoCo's kd, also where it acts on nothing
         self._wrench: tuple[torch.Tensor, ...] | None = None  # rows, links, force, torque
         self._all_envs = torch.arange(self.num_envs, device=dev)
-        self._friction = self._dr_default("geom_friction").to(dev).expand(self.num_envs, -1, -1).clone()
-        self._gravity = (
-            torch.as_tensor(info.gravity, dtype=torch.float64, device=dev).expand(self.num_envs, 3).clone()
-        )
+        self._map_dr(dev)
 
     def _force_range(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-actuator force limits in joint units: gear * forcerange, then the joint's actfrcrange."""
@@ -539,7 +546,7 @@ class GenesisBackend(SimBackend):
         return jac[:, :3].clone(), jac[:, 3:].clone()
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
-        keep = ~self._is_world[body_ids].cpu().numpy()  # a wrench on the world moves nothing
+        keep = self._body_link[body_ids] >= 0  # a wrench on the world moves nothing
         links = self._links_t[body_ids[keep]]
         rows = torch.ones(self.num_envs, dtype=torch.bool, device=gs.device)
         self._wrench = (rows, links, force[:, keep].to(self._dtype), torque[:, keep].to(self._dtype))
@@ -602,156 +609,93 @@ class GenesisBackend(SimBackend):
 
     # ---- domain randomization ----------------------------------------------
 
+    def _map_dr(self, dev: torch.device) -> None:
+        """Per-env copies of the MuJoCo model fields DR writes (made on first use), and the
+        Genesis ids they go to, all on the device, so a write reads nothing back."""
+        self._fields: dict[str, torch.Tensor] = {}
+        bodies = np.flatnonzero(self._body_link >= 0)
+        self._dr_bodies = torch.as_tensor(bodies, device=dev)
+        self._dr_links = torch.as_tensor(self._body_link[bodies], device=dev)
+        geoms = np.flatnonzero(self._geom_gs >= 0)
+        self._dr_geoms = torch.as_tensor(geoms, device=dev)
+        self._dr_geoms_gs = torch.as_tensor(self._geom_gs[geoms], device=dev)
+        self._bias0 = torch.as_tensor(self._mj.actuator_biasprm[:, :3], dtype=torch.float64, device=dev)
+
     def _dr_terms(self) -> Mapping[str, DRTerm]:
-        m = self._mj
-
-        def declared(term: str) -> bool:
-            return _BATCH_FLAG[term] is not None
-
-        return {
-            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", declared("body_mass"), 0.0),
-            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame", declared("body_com")),
-            "geom_friction": DRTerm(
-                "geom_friction",
-                "geom",
-                (m.ngeom, 3),
-                "sliding, torsional, rolling",
-                declared("geom_friction"),
-                0.0,
-            ),
-            "dof_damping": DRTerm(
-                "dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", declared("dof_damping"), 0.0
-            ),
-            "dof_armature": DRTerm(
-                "dof_armature", "dof", (m.nv,), "kg or kg*m^2", declared("dof_armature"), 0.0
-            ),
-            "dof_frictionloss": DRTerm(
-                "dof_frictionloss", "dof", (m.nv,), "N or N*m", declared("dof_frictionloss"), 0.0
-            ),
-            "actuator_kp": DRTerm(
-                "actuator_kp",
-                "actuator",
-                (m.nu,),
-                "actuator gain (N/m, N*m/rad)",
-                declared("actuator_kp"),
-                0.0,
-            ),
-            "actuator_kd": DRTerm(
-                "actuator_kd", "actuator", (m.nu,), "velocity feedback gain", declared("actuator_kd"), 0.0
-            ),
-            "gravity": DRTerm("gravity", "", (3,), "m/s^2", declared("gravity")),
-        }
+        return self._dr.terms(declare=[term for term, flag in _BATCH_FLAG.items() if flag])
 
     def _dr_default(self, term: str) -> torch.Tensor:
-        m = self._mj
-        value = {
-            "body_mass": lambda: m.body_mass,
-            "body_com": lambda: m.body_ipos,
-            "geom_friction": lambda: m.geom_friction,
-            "dof_damping": lambda: m.dof_damping,
-            "dof_armature": lambda: m.dof_armature,
-            "dof_frictionloss": lambda: m.dof_frictionloss,
-            "actuator_kp": lambda: m.actuator_gainprm[:, 0],
-            "actuator_kd": lambda: -m.actuator_biasprm[:, 2],
-            "gravity": lambda: m.opt.gravity,
-        }[term]()
-        return torch.tensor(np.array(value, dtype=np.float64))
+        return torch.from_numpy(self._dr.default(term))
 
-    def _links(self) -> torch.Tensor:
-        """Genesis links of the bodies that have one, and those bodies' ids."""
-        bodies = np.flatnonzero(self._body_link >= 0)
-        return torch.as_tensor(self._body_link[bodies], device=gs.device), torch.as_tensor(bodies)
+    def _field(self, name: str) -> torch.Tensor:
+        """The per-env (num_envs, ...) float64 copy of a MuJoCo model field, compiled values first."""
+        if name not in self._fields:
+            compiled = torch.as_tensor(self._dr.field(name), dtype=torch.float64, device=gs.device)
+            self._fields[name] = compiled.expand(self.num_envs, *compiled.shape).clone()
+        return self._fields[name]
 
-    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
-        sol, env, f64 = self._solver, self._env_idx(ids), torch.float64
-        spec = self._dr_terms()[term]
-        if term == "geom_friction":
-            return self._friction[env].to(f64).cpu()
-        if term == "gravity":
-            return self._gravity[env].cpu()
-        if term in ("body_mass", "body_com"):
-            default = self._dr_default(term)
-            out = default.expand(len(ids), *default.shape).clone()
-            links, bodies = self._links()
-            read = sol.get_links_mass if term == "body_mass" else sol.get_links_COM
-            out[:, bodies] = read(links, env).to(f64).cpu()
-            return out
-        dofs = self._act_dofs if term.startswith("actuator") else None
-        if term == "actuator_kp":
-            value = sol.get_dofs_act_gain(dofs, env) / self._gear
-        elif term == "actuator_kd":
-            value = self._kd[env]
-        else:
-            value = getattr(sol, "get_dofs_" + term[len("dof_") :])(None, env)
-        return value.to(f64).reshape(len(ids), *spec.shape).cpu()
+    def _dr_values(self, term: str) -> torch.Tensor:
+        return self._dr.read(term, self._field(RULES[term].field))
 
-    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
-        sol, env = self._solver, self._env_idx(ids)
-        x = values.to(gs.device, self._dtype)
-        if term == "geom_friction":
-            self._set_friction(env, values.to(gs.device, torch.float64))
-        elif term == "gravity":
-            sol.set_gravity(x, env)
-            self._gravity[env] = values.to(gs.device, torch.float64)
-        elif term == "body_mass":
-            links, bodies = self._links()
-            default = torch.as_tensor(self._mj.body_mass[bodies.numpy()], dtype=self._dtype, device=gs.device)
-            mass = x[:, bodies]
-            ratio = torch.where(default > 0, mass / default.clamp_min(1e-300), torch.ones_like(mass))
-            inertia = torch.diag_embed(
-                torch.as_tensor(self._mj.body_inertia[bodies.numpy()], dtype=self._dtype, device=gs.device)
+    def _dr_limits(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        """Genesis keeps torsional and rolling friction global, and scales sliding friction
+        from the compiled value, so those must stay where they matter."""
+        if term != "geom_friction":
+            return []
+        x, compiled = values.to(torch.float64), self._friction0
+        changed = ((x[..., 1:] != compiled[:, 1:]) & self._rolling).flatten(1).any(1)
+        from_zero = ((compiled[:, 0] == 0) & (x[..., 0] != 0)).any(1)
+        return [
+            (
+                changed | from_zero,
+                "genesis randomizes sliding friction only: torsional/rolling friction must stay at the "
+                "compiled values on geoms with condim >= 4/6, and a geom with zero friction must stay at zero",
             )
-            sol.set_links_inertia(inertia * ratio[..., None, None], links, env)
-            sol.set_links_mass(mass, links, env)
-        elif term == "body_com":
-            links, bodies = self._links()
-            sol.set_links_COM(x[:, bodies], links, env)
-        elif term in ("actuator_kp", "actuator_kd"):
-            self._set_gains(term, env, x)
-        else:
-            setter = {
-                "dof_damping": sol.set_dofs_damping,
-                "dof_armature": sol.set_dofs_armature,
-                "dof_frictionloss": sol.set_dofs_frictionloss,
-            }[term]
-            setter(x, None, env)
+        ]
 
-    def _set_gains(self, term: str, env: torch.Tensor, x: torch.Tensor) -> None:
+    def _set_dr_mask(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
+        """The table's writes on the per-env field copies, then every env's values of the
+        changed fields handed to Genesis with the full env index (no per-row indexing,
+        no host read)."""
+        self._dr.write(term, mask, values, self._field)
+        for field in dict.fromkeys(
+            "actuator" if f.startswith("actuator_") else f for f in RULES[term].fields
+        ):
+            self._push(field)
+
+    def _push(self, field: str) -> None:
+        sol, envs, dtype = self._solver, self._all_envs, self._dtype
+        if field == "actuator":
+            self._push_actuators()
+        elif field == "geom_friction":
+            if len(self._dr_geoms):  # Genesis's per-env friction ratio scales the compiled sliding friction
+                compiled = self._friction0[self._dr_geoms, 0]
+                sliding = self._field(field)[:, self._dr_geoms, 0]
+                ratio = torch.where(compiled > 0, sliding / compiled.clamp_min(1e-300), 1.0)
+                sol.set_geoms_friction_ratio(ratio.to(dtype), self._dr_geoms_gs, envs)
+        elif field == "opt.gravity":
+            sol.set_gravity(self._field(field).to(dtype), envs)
+        elif field.startswith("dof_"):
+            getattr(sol, "set_" + field.replace("dof_", "dofs_"))(self._field(field).to(dtype), None, envs)
+        else:  # body_mass, body_inertia (principal moments), body_ipos: per link
+            value = self._field(field)[:, self._dr_bodies].to(dtype)
+            if field == "body_mass":
+                sol.set_links_mass(value, self._dr_links, envs)
+            elif field == "body_inertia":
+                sol.set_links_inertia(torch.diag_embed(value), self._dr_links, envs)
+            else:
+                sol.set_links_COM(value, self._dr_links, envs)
+
+    def _push_actuators(self) -> None:
         """MuJoCo's gains in Genesis's joint space: force = gear * (kp * ctrl + b1 * gear * q + b2 * gear * qdot).
 
-        kp is every actuator's gain and, for servos, the position bias -kp; kd is a servo's
-        velocity bias -kd (a motor has no bias in MuJoCo, so its kd is kept but acts on nothing).
+        Only servos (affine bias) take the bias of the field copies: MuJoCo computes no bias for
+        a motor, whose kd is kept but acts on nothing.
         """
-        sol, dofs, gear = self._solver, self._act_dofs, self._gear
-        bias = [b.clone() for b in sol.get_dofs_act_bias(dofs, env)]
-        if term == "actuator_kp":
-            sol.set_dofs_act_gain(gear * x, dofs, env)
-            bias[1] = torch.where(self._servo, -gear * gear * x, bias[1])
-        else:
-            self._kd[env] = x
-            bias[2] = torch.where(self._servo, -gear * gear * x, bias[2])
-        sol.set_dofs_act_bias(*bias, dofs, env)
-
-    def _set_friction(self, env: torch.Tensor, values: torch.Tensor) -> None:
-        """Sliding friction per env through Genesis's per-env friction ratio."""
-        m = self._mj
-        default = self._dr_default("geom_friction").to(gs.device)
-        torsional = torch.as_tensor(m.geom_condim >= 4, device=gs.device)
-        rolling = torch.as_tensor(m.geom_condim >= 6, device=gs.device)
-        changed = (values[..., 1] != default[:, 1]) & torsional | (values[..., 2] != default[:, 2]) & rolling
-        slide_zero = (default[:, 0] == 0) & (values[..., 0] != 0)
-        if bool(changed.any()) or bool(slide_zero.any()):
-            raise ArgumentError(
-                "values: genesis randomizes sliding friction only: torsional/rolling friction must stay at the "
-                "compiled values on geoms with condim >= 4/6, and a geom with zero friction must stay at zero"
-            )
-        geoms = np.flatnonzero(self._geom_gs >= 0)
-        if len(geoms):
-            sel = torch.as_tensor(geoms, device=gs.device)
-            ratio = torch.where(
-                default[sel, 0] > 0, values[:, sel, 0] / default[sel, 0].clamp_min(1e-300), 1.0
-            )
-            self._solver.set_geoms_friction_ratio(
-                ratio.to(self._dtype), torch.as_tensor(self._geom_gs[geoms], device=gs.device), env
-            )
-        self._friction[env] = values
+        gear = self._gear.to(torch.float64)
+        gain = gear * self._field("actuator_gainprm")[..., 0]
+        bias = torch.where(self._servo[:, None], self._field("actuator_biasprm")[..., :3], self._bias0)
+        bias = bias * torch.stack([gear, gear * gear, gear * gear], -1)
+        dofs, envs, dtype = self._act_dofs, self._all_envs, self._dtype
+        self._solver.set_dofs_act_gain(gain.to(dtype), dofs, envs)
+        self._solver.set_dofs_act_bias(*bias.to(dtype).unbind(-1), dofs, envs)

@@ -36,11 +36,14 @@ qpos/qvel and runs forward; other worlds' state stays bit-identical.
 Snapshots: `get_physics_state()` rows are [time, qpos, qvel, act,
 qacc_warmstart] in float32, the engine's own precision, so a restore is exact.
 
-DR terms write per-world model fields: the first write of a term replaces the
-field's shared row by one row per world (and recaptures the graphs); terms that
-feed MuJoCo's derived constants (mass, with inertia scaled; COM; armature) then
-rerun `mjw.set_const`, whose outputs (subtree mass, inverse weights,
-actuator_acc0) are per world too. No term needs declaring at construction.
+DR terms write per-world model fields by the rules of `dr_rules` (inertia with
+mass, servo bias with kp and kd), with `torch.where` over a mask: no host sync.
+The first write of a field replaces its shared row by one row per world (and
+recaptures the graphs). After a write to mass, COM or armature, the next step
+or derived read first reruns `mjw.set_const` over all worlds, once however
+many terms were written, as a captured graph; its outputs (subtree mass,
+inverse weights, actuator_acc0) are per world too. No term needs declaring at
+construction.
 
 Determinism: on the CPU device the kernels run serially, and trajectories are
 bit-identical run to run (declared deterministic). On CUDA, contact and
@@ -72,22 +75,11 @@ from unienv.backends.base import (
     load_mjmodel,
     mj_body_views,
 )
+from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError, CapabilityError
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: beyond it the CPU engine warns and resets
 
-# DR term -> (object holding the field: "m" or "opt", field name, whether set_const must follow)
-_FIELDS = {
-    "body_mass": ("m", "body_mass", True),
-    "body_com": ("m", "body_ipos", True),
-    "geom_friction": ("m", "geom_friction", False),
-    "dof_damping": ("m", "dof_damping", False),
-    "dof_armature": ("m", "dof_armature", True),
-    "dof_frictionloss": ("m", "dof_frictionloss", False),
-    "actuator_kp": ("m", "actuator_gainprm", False),
-    "actuator_kd": ("m", "actuator_biasprm", False),
-    "gravity": ("opt", "gravity", False),
-}
 # model fields that mjw.set_const writes from the DR'd ones: made per world before it runs
 _SET_CONST_OUTPUTS = (
     "body_subtreemass",
@@ -176,6 +168,7 @@ class MjwarpBackend(SimBackend):
         self.nconmax, self.njmax = nconmax, njmax
         self.model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(self.model)
+        self._dr = ModelDR(self.model, self.device, torch.float32)
         self._validate_randomize()
         with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
             try:  # mujoco_warp checks the model's features as it puts it on the device
@@ -235,6 +228,7 @@ class MjwarpBackend(SimBackend):
         )  # (nbody, nv): the dofs that move each body
         self._graphs: dict[Any, Any] = {}
         self._fresh = True  # derived quantities describe the current state
+        self._const_stale = False  # a DR write changed what mjw.set_const derives from
         self._wrench_pending = False
         self._stepped = False  # a step ran since the last pop_diverged
         self._stream = None
@@ -297,12 +291,21 @@ class MjwarpBackend(SimBackend):
     def _refresh(self) -> None:
         """Bring derived quantities to the current state (once per step)."""
         if not self._fresh:
+            self._update_constants()
             self._run("forward", self._forward_work)
             self._fresh = True
+
+    def _update_constants(self) -> None:
+        """Recompute the model constants (mjw.set_const, one captured graph) after DR writes
+        to mass, COM or armature: once, however many terms and rows were written."""
+        if self._const_stale:
+            self._run("set_const", lambda: self._mjw.set_const(self._m, self._d))
+            self._const_stale = False
 
     # ---- hot path -----------------------------------------------------------
 
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
+        self._update_constants()
         self._views["ctrl"].copy_(ctrl)
         self._run(("step", nsteps), self._steps(nsteps))
         self._fresh = False
@@ -402,87 +405,42 @@ class MjwarpBackend(SimBackend):
     # ---- domain randomization ----------------------------------------------
 
     def _dr_terms(self) -> Mapping[str, DRTerm]:
-        m = self.model
-        return {
-            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
-            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame"),
-            "geom_friction": DRTerm(
-                "geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0
-            ),
-            "dof_damping": DRTerm("dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", minimum=0.0),
-            "dof_armature": DRTerm("dof_armature", "dof", (m.nv,), "kg or kg*m^2", minimum=0.0),
-            "dof_frictionloss": DRTerm("dof_frictionloss", "dof", (m.nv,), "N or N*m", minimum=0.0),
-            "actuator_kp": DRTerm(
-                "actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0
-            ),
-            "actuator_kd": DRTerm("actuator_kd", "actuator", (m.nu,), "velocity feedback gain", minimum=0.0),
-            "gravity": DRTerm("gravity", "", (3,), "m/s^2"),
-        }
-
-    def _model_values(self, term: str, field: torch.Tensor | np.ndarray):
-        """A DR term's values out of its model field (any leading dims)."""
-        if term == "actuator_kp":
-            return field[..., 0]
-        if term == "actuator_kd":
-            return -field[..., 2]
-        return field
+        return self._dr.terms()
 
     def _dr_default(self, term: str) -> torch.Tensor:
-        holder, field, _ = _FIELDS[term]
-        value = np.asarray(getattr(self.model.opt if holder == "opt" else self.model, field))
         # as the engine holds it: compiled in float64, stored in float32
-        value = np.asarray(self._model_values(term, value), dtype=np.float32)
-        return torch.from_numpy(value.astype(np.float64))
+        return torch.from_numpy(self._dr.default(term).astype(np.float32).astype(np.float64))
 
-    def _field(self, term_or_field: str, holder: str = "m") -> torch.Tensor:
-        """torch view (rows, ...) of a Warp model field; rows is 1 (shared) or num_envs."""
-        obj = self._m.opt if holder == "opt" else self._m
-        return self._wp.to_torch(getattr(obj, term_or_field))
+    def _field(self, name: str) -> torch.Tensor:
+        """torch view (rows, ...) of a Warp model field ("opt.<name>": an option); rows is
+        1 (shared by all worlds) or num_envs."""
+        obj, attr = (self._m.opt, name[4:]) if name.startswith("opt.") else (self._m, name)
+        return self._wp.to_torch(getattr(obj, attr))
 
-    def _expand(self, field: str, holder: str = "m") -> torch.Tensor:
+    def _expand(self, name: str) -> torch.Tensor:
         """Make a model field per world (one row per env), and return its torch view."""
         wp = self._wp
-        obj = self._m.opt if holder == "opt" else self._m
-        array = getattr(obj, field)
+        obj, attr = (self._m.opt, name[4:]) if name.startswith("opt.") else (self._m, name)
+        array = getattr(obj, attr)
         if array.shape[0] != self.num_envs:
             with _WARP_LOCK:  # a device copy, kept out of other threads' captures
                 host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
-                setattr(obj, field, wp.array(host, dtype=array.dtype, device=self._wp_device))
+                setattr(obj, attr, wp.array(host, dtype=array.dtype, device=self._wp_device))
                 self._graphs.clear()  # captured graphs hold the old array
-        return self._field(field, holder)
+        return self._field(name)
 
-    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
-        holder, field, _ = _FIELDS[term]
-        values = self._field(field, holder)
-        if values.shape[0] == 1:
-            values = values.expand(self.num_envs, *values.shape[1:])
-        picked = self._model_values(term, values[ids.to(self.device)])
-        return picked.to("cpu", torch.float64)
+    def _dr_values(self, term: str) -> torch.Tensor:
+        values = self._field(RULES[term].field)
+        return self._dr.read(term, values.expand(self.num_envs, *values.shape[1:]))
 
-    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
-        holder, field, setconst = _FIELDS[term]
-        rows, x = ids.to(self.device), values.to(self.device, torch.float32)
-        if term == "body_mass":
-            default = torch.as_tensor(self.model.body_mass, dtype=torch.float32, device=self.device)
-            ratio = torch.where(default > 0, x / default.clamp_min(1e-30), torch.ones_like(x))
-            inertia = torch.as_tensor(self.model.body_inertia, dtype=torch.float32, device=self.device)
-            self._expand("body_inertia")[rows] = inertia * ratio[..., None]
-            self._expand(field)[rows] = x
-        elif term == "actuator_kp":
-            gain, bias = self._expand("actuator_gainprm"), self._expand("actuator_biasprm")
-            gain[rows, :, 0] = x
-            servo = np.flatnonzero(self.model.actuator_biastype == 1)  # mjBIAS_AFFINE: a servo's -kp
-            if servo.size:
-                s = torch.as_tensor(servo, device=self.device)
-                bias[rows[:, None], s, 1] = -x[:, s]
-        elif term == "actuator_kd":
-            self._expand(field)[rows, :, 2] = -x
-        else:
-            self._expand(field, holder)[rows] = x
-        if setconst:
+    def _set_dr_mask(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
+        """torch.where on the per-world fields (the first write of a field makes it per
+        world, which recaptures the graphs); constants and derived quantities follow at
+        the next step or derived read, once (`_update_constants`, `_refresh`)."""
+        self._dr.write(term, mask, values, self._expand)
+        if RULES[term].set_const:
             for out in _SET_CONST_OUTPUTS:
                 if getattr(self._m, out).shape[0] == 1 and getattr(self._m, out).size:
                     self._expand(out)
-            self._run(None, lambda: self._mjw.set_const(self._m, self._d))
+            self._const_stale = True
         self._fresh = False
-        self._refresh()  # derived quantities follow the new model at once

@@ -27,9 +27,10 @@ models with force-like sensors; the backend appends one hidden accelerometer
 to the model it simulates. `get_mj_field` (capability mj_fields) serves copies
 of other derived MjData fields (cinert, cvel, cfrc_ext, ...).
 
-DR terms write per-simulation model fields (`Batch.expand`), and the terms
-that feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst`
-for the envs written. `body_com` must be named in `randomize=`: MuJoCo compiles
+DR terms write per-simulation model fields (`Batch.expand`) by the rules of
+`dr_rules` (inertia with mass, servo bias with kp and kd), and the terms that
+feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst` for
+the envs written. `body_com` must be named in `randomize=`: MuJoCo compiles
 bodies whose COM sits at their frame origin with a shortcut that a moved COM
 would break, so the backend then compiles without it.
 """
@@ -53,6 +54,7 @@ from unienv.backends.base import (
     load_mjmodel,
     mj_body_views,
 )
+from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError
 
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
@@ -67,19 +69,6 @@ _UNSTABLE = [
         mujoco.mjtWarning.mjWARN_BADQACC,
     )
 ]
-
-# DR term -> (model field, whether mj_setConst must follow a write)
-_FIELDS = {
-    "body_mass": ("body_mass", True),
-    "body_com": ("body_ipos", True),
-    "geom_friction": ("geom_friction", False),
-    "dof_damping": ("dof_damping", False),
-    "dof_armature": ("dof_armature", True),
-    "dof_frictionloss": ("dof_frictionloss", False),
-    "actuator_kp": ("actuator_gainprm", False),
-    "actuator_kd": ("actuator_biasprm", False),
-    "gravity": ("opt.gravity", False),
-}
 
 
 def _writable(array: np.ndarray) -> torch.Tensor:
@@ -119,6 +108,7 @@ class MujocoBackend(SimBackend):
         scene_model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(scene_model)
         self.model = self._with_contact_sensor(scene_model)
+        self._dr = ModelDR(self.model, self.device, torch.float64)
         self._validate_randomize()
 
     def _with_contact_sensor(self, scene_model: mujoco.MjModel) -> mujoco.MjModel:
@@ -286,62 +276,24 @@ class MujocoBackend(SimBackend):
     # ---- domain randomization ----------------------------------------------
 
     def _dr_terms(self) -> Mapping[str, DRTerm]:
-        m = self.model
-        return {
-            "body_mass": DRTerm("body_mass", "body", (m.nbody,), "kg", minimum=0.0),
-            "body_com": DRTerm("body_com", "body", (m.nbody, 3), "m, body frame", declare=True),
-            "geom_friction": DRTerm(
-                "geom_friction", "geom", (m.ngeom, 3), "sliding, torsional, rolling", minimum=0.0
-            ),
-            "dof_damping": DRTerm("dof_damping", "dof", (m.nv,), "N*s/m or N*m*s/rad", minimum=0.0),
-            "dof_armature": DRTerm("dof_armature", "dof", (m.nv,), "kg or kg*m^2", minimum=0.0),
-            "dof_frictionloss": DRTerm("dof_frictionloss", "dof", (m.nv,), "N or N*m", minimum=0.0),
-            "actuator_kp": DRTerm(
-                "actuator_kp", "actuator", (m.nu,), "actuator gain (N/m, N*m/rad)", minimum=0.0
-            ),
-            "actuator_kd": DRTerm("actuator_kd", "actuator", (m.nu,), "velocity feedback gain", minimum=0.0),
-            "gravity": DRTerm("gravity", "", (3,), "m/s^2"),
-        }
-
-    def _model_values(self, term: str, field: np.ndarray) -> np.ndarray:
-        """A DR term's values out of its model field's array (any leading dims)."""
-        if term == "actuator_kp":
-            return field[..., 0]
-        if term == "actuator_kd":
-            return -field[..., 2]
-        return field
+        return self._dr.terms(declare=("body_com",))
 
     def _dr_default(self, term: str) -> torch.Tensor:
-        field = _FIELDS[term][0]
-        value = np.asarray(
-            getattr(self.model.opt, field[4:]) if field.startswith("opt.") else getattr(self.model, field)
-        )
-        return torch.from_numpy(np.array(self._model_values(term, value), dtype=np.float64))
+        return torch.from_numpy(self._dr.default(term))
 
-    def _get_dr(self, term: str, ids: torch.Tensor) -> torch.Tensor:
-        values = self._batch.expanded(_FIELDS[term][0])
-        if values is None:
+    def _dr_values(self, term: str) -> torch.Tensor:
+        field = self._batch.expanded(RULES[term].field)
+        if field is None:
             default = self._dr_default(term)
-            return default.expand(len(ids), *default.shape).clone()
-        return torch.from_numpy(np.array(self._model_values(term, values[ids.numpy()]), dtype=np.float64))
+            return default.expand(self.num_envs, *default.shape)
+        return torch.from_numpy(np.array(self._dr.read(term, field), dtype=np.float64))
 
-    def _set_dr(self, term: str, ids: torch.Tensor, values: torch.Tensor) -> None:
-        field, setconst = _FIELDS[term]
-        b, rows, x = self._batch, ids.numpy(), values.detach().to(torch.float64).numpy()
-        if term == "body_mass":
-            default = self.model.body_mass
-            ratio = np.divide(x, default, out=np.ones_like(x), where=default > 0)
-            b.expand("body_inertia")[rows] = self.model.body_inertia * ratio[..., None]
-            b.expand(field)[rows] = x
-        elif term == "actuator_kp":
-            gain, bias = b.expand("actuator_gainprm"), b.expand("actuator_biasprm")
-            servo = self.model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE
-            gain[rows, :, 0] = x
-            bias[rows[:, None], np.flatnonzero(servo), 1] = -x[:, servo]
-        elif term == "actuator_kd":
-            b.expand(field)[rows, :, 2] = -x
-        else:
-            b.expand(field)[rows] = x
-        if setconst:
+    def _set_dr_mask(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
+        rows = np.flatnonzero(mask.numpy())  # the CPU engine: host reads are free
+        if not rows.size:
+            return
+        b = self._batch
+        self._dr.write(term, mask, values, lambda field: torch.from_numpy(b.expand(field)))
+        if RULES[term].set_const:
             b.set_const(rows)
         b.forward(rows, stage=_ACC)  # derived quantities follow the new model at once
