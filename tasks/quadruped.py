@@ -170,7 +170,7 @@ class Quadruped(Task):
 
     def remember(self, s, action, memory):
         air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]
-        return {"command": memory["command"], "last_action": action, "air_time": air_time}
+        return {"command": memory["command"], "last_action": action.clone(), "air_time": air_time}
 
     def reset_state(self, env_ids, rng):
         qpos = self.home.expand(rng.rows, -1).clone()

@@ -69,9 +69,12 @@ class UniEnv(VectorEnv):
         nonfinite_actions: str = "raise",
         dr: Any = None,
         seed: int | None = None,
+        cuda_graph: bool | None = None,
     ):
         """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
-        seeds the first reset and the DR streams (startup terms draw from it)."""
+        seeds the first reset and the DR streams (startup terms draw from it);
+        cuda_graph: replay each step as one CUDA graph (default: where the backend
+        allows it, `Capabilities.cuda_graph`)."""
         autoreset_mode = _autoreset_mode(autoreset_mode)
         if max_episode_steps is None:
             max_episode_steps = task.max_episode_steps
@@ -83,6 +86,8 @@ class UniEnv(VectorEnv):
             raise ArgumentError(f"max_episode_steps: expected a positive int, got {max_episode_steps!r}")
         if render_mode not in (None, "rgb_array"):
             raise ArgumentError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
+        if cuda_graph not in (None, True, False):
+            raise ArgumentError(f"cuda_graph: expected None, True or False, got {cuda_graph!r}")
         if nonfinite_actions not in _NONFINITE:
             raise ArgumentError(f"nonfinite_actions: expected one of {_NONFINITE}, got {nonfinite_actions!r}")
         render_env_ids = [int(i) for i in render_env_ids]
@@ -121,6 +126,13 @@ class UniEnv(VectorEnv):
         self.dtype = caps.dtype
         # device backends: masks and static shapes, no host reads; the CPU engine: row ids
         self._sync_free = caps.sync_free
+        if cuda_graph and not caps.cuda_graph:
+            gym.logger.warn(
+                f"cuda_graph: the {caps.backend} backend on {caps.device} cannot be captured; stepping eagerly"
+            )
+        self._graph_wanted = caps.cuda_graph if cuda_graph is None else cuda_graph and caps.cuda_graph
+        self._graph: _StepGraph | None = None
+        self._eager_steps = 0  # since the last reset of the graph (capture waits for warm-up steps)
         n, dev = self.num_envs, self.device
         self._random = EnvRandom(n, dev)
         if seed is not None:
@@ -131,6 +143,7 @@ class UniEnv(VectorEnv):
         # steps into each env's current episode; writable, e.g. for random episode starts
         self.episode_length = torch.zeros(n, dtype=torch.int64, device=dev)
         self._start = torch.zeros(n, dtype=torch.float64, device=dev)  # perf_counter at the episode's start
+        self._now = torch.zeros((), dtype=torch.float64, device=dev)  # perf_counter at this step (sync_free)
         self._pending_reset = torch.zeros(n, dtype=torch.bool, device=dev)  # NEXT_STEP
         self._nonfinite_seen = torch.zeros((), dtype=torch.bool, device=dev)  # sync-free "raise" mode
         self._all_ids = torch.arange(n, device=dev)
@@ -147,6 +160,7 @@ class UniEnv(VectorEnv):
             self._random.seed(_checked_seed(seed))
             if self.dr is not None:
                 self.dr.seed(int(seed))
+        self._now.fill_(time.perf_counter())
         if bool(self._nonfinite_seen):  # the user's reset pays this sync, not the step
             self._nonfinite_seen.zero_()
             raise ArgumentError(
@@ -189,9 +203,9 @@ class UniEnv(VectorEnv):
             qpos, qvel = self._dr_reset_state(mask, ids, qpos, qvel)
         if self._sync_free:
             self.backend.set_state_tensor_mask(mask, qpos, qvel)
-            for k, v in memory.items():
-                rows = mask.view(-1, *[1] * (v.ndim - 1))
-                self._memory[k] = torch.where(rows, v, self._memory.get(k, v))
+            self._keep(
+                "_memory", {k: _where_rows(mask, v, self._memory.get(k, v)) for k, v in memory.items()}
+            )
         else:
             self.backend.set_state_tensor(ids, qpos, qvel)
             for k, v in memory.items():
@@ -200,10 +214,9 @@ class UniEnv(VectorEnv):
                 self._memory[k][ids] = v
         self._return.masked_fill_(mask, 0.0)
         self.episode_length.masked_fill_(mask, 0)
-        self._start.masked_fill_(mask, time.perf_counter())
-        reading = self.task.read(self.backend)
-        self._reading = reading
-        fresh = self._finish_obs(self.task.observe(reading, self._memory), mask)
+        self._start.masked_fill_(mask, self._clock())
+        self._keep("_reading", self.task.read(self.backend))
+        fresh = self._finish_obs(self.task.observe(self._reading, self._memory), mask)
         return fresh if obs is None else torch.where(mask[:, None], fresh, obs)
 
     def _dr_reset_state(self, mask, ids, qpos, qvel):
@@ -216,6 +229,20 @@ class UniEnv(VectorEnv):
         full_q, full_v = self.dr.reset_state(mask, full_q, full_v)
         return full_q[ids], full_v[ids]
 
+    def _keep(self, name: str, value):
+        """Carry state to the next step: on a sync_free backend in place, into the tensors
+        the last step left (so that a captured CUDA graph of the step reads what its last
+        replay wrote); otherwise by rebinding. `value`: a tensor or a dict of them."""
+        old = getattr(self, name)
+        if not self._sync_free or old is None or (isinstance(old, dict) and old.keys() != value.keys()):
+            setattr(self, name, value)
+        elif isinstance(old, dict):
+            for k, v in value.items():
+                if v is not old[k]:
+                    old[k].copy_(v)
+        elif value is not old:
+            old.copy_(value)
+
     def _finish_obs(self, obs: torch.Tensor, fresh_noise: torch.Tensor | None) -> torch.Tensor:
         """The task's observation in the space's dtype, with DR noise (fresh where asked)."""
         obs = obs.to(self._obs_dtype)
@@ -227,7 +254,7 @@ class UniEnv(VectorEnv):
         Call it after writing the backend's state directly (set_state_tensor): the
         next step's reward then differences against that state.
         """
-        self._reading = self.task.read(self.backend)
+        self._keep("_reading", self.task.read(self.backend))
         return self._finish_obs(self.task.observe(self._reading, self._memory), None)
 
     def dr_params(self) -> dict[str, torch.Tensor]:
@@ -240,7 +267,22 @@ class UniEnv(VectorEnv):
         """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
         if self._reading is None:
             raise ArgumentError("step: call reset() before the first step")
-        actions, info = self._checked_actions(actions)
+        actions = self._as_actions(actions)
+        if self._sync_free:
+            self._now.fill_(time.perf_counter())  # a value sent to the device, not read back
+        if self._graph_wanted:
+            if self._graph is not None and self._graph.epoch != self.backend.graph_epoch:
+                self._graph, self._eager_steps = None, 0  # the engine moved memory: capture anew
+            if self._graph is None and self._eager_steps >= _GRAPH_WARMUP:
+                self._graph = self._capture(actions)
+            if self._graph is not None:
+                return self._graph.replay(actions)
+            self._eager_steps += 1
+        return self._step(actions)
+
+    def _step(self, actions: torch.Tensor):
+        """The step's work on the device: transition, autoreset, outputs."""
+        actions, info = self._checked_values(actions)
         obs, reward, terminated, truncated, diverged = self._transition(actions, info)
         mode = self.metadata["autoreset_mode"]
         if mode == AutoresetMode.SAME_STEP:
@@ -261,8 +303,9 @@ class UniEnv(VectorEnv):
         reading = task.read(self.backend)
         reward, terms = task.reward(reading, before, actions, memory)
         terminated = task.terminated(reading, memory)
-        self._memory = memory = task.remember(reading, actions, memory)
-        self._reading = reading
+        self._keep("_memory", task.remember(reading, actions, memory))
+        self._keep("_reading", reading)
+        memory = self._memory
         self.episode_length += 1
         truncated = self.episode_length >= self.max_episode_steps
         obs = self._finish_obs(task.observe(reading, memory), None)
@@ -296,7 +339,7 @@ class UniEnv(VectorEnv):
             terminated, truncated = terminated & ~pending, truncated & ~pending
         done = terminated | truncated
         self._episode_info(done, info)
-        self._pending_reset = done
+        self._keep("_pending_reset", done)
         return obs, reward, terminated, truncated
 
     def _episode_info(self, done: torch.Tensor, info: dict) -> None:
@@ -304,9 +347,23 @@ class UniEnv(VectorEnv):
         if self._sync_free or bool(done.any()):
             info["episode"], info["_episode"] = self._episode_stats(done), done
 
-    def _checked_actions(self, actions) -> tuple[torch.Tensor, dict]:
-        """actions as a tensor (num_envs, act_dim) in the backend's dtype and device; rows that
-        are not finite raise (CPU engine) or are zeroed and flagged (device backends, no sync)."""
+    def _capture(self, actions: torch.Tensor) -> _StepGraph | None:
+        """Record one step as a CUDA graph (it runs when replayed); None, with a warning
+        that says why, if the step cannot be captured."""
+        graph = _StepGraph(actions, self.backend.graph_epoch)
+        try:
+            with torch.cuda.graph(graph.graph):
+                graph.outputs = self._step(graph.actions)
+        except Exception as e:  # e.g. an engine call that is not capturable
+            gym.logger.warn(
+                f"cuda_graph: the env step could not be captured ({type(e).__name__}: {e}); stepping eagerly"
+            )
+            self._graph_wanted = False
+            return None
+        return graph
+
+    def _as_actions(self, actions) -> torch.Tensor:
+        """actions as a tensor (num_envs, act_dim) in the backend's dtype and on its device."""
         if isinstance(actions, np.ndarray):
             actions = torch.from_numpy(actions)
         if not isinstance(actions, torch.Tensor):
@@ -319,7 +376,11 @@ class UniEnv(VectorEnv):
             )
         if not actions.dtype.is_floating_point:
             raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
-        actions = actions.to(self.device, self.dtype)
+        return actions.to(self.device, self.dtype)
+
+    def _checked_values(self, actions: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Rows that are not finite raise (CPU engine) or are zeroed and flagged in info
+        (device backends: no host read; "raise" then raises at the next reset())."""
         info = {}
         if self._sync_free:
             finite = torch.isfinite(actions).all(1)
@@ -338,8 +399,13 @@ class UniEnv(VectorEnv):
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
         return actions, info
 
+    def _clock(self) -> float | torch.Tensor:
+        """Now, by time.perf_counter: on a sync_free backend the device copy made at the
+        step's start (a captured step reads it anew at each replay)."""
+        return self._now if self._sync_free else time.perf_counter()
+
     def _episode_stats(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
-        elapsed = time.perf_counter() - self._start
+        elapsed = self._clock() - self._start
         return {
             "r": self._return.masked_fill(~done, 0.0),
             "l": self.episode_length.masked_fill(~done, 0),
@@ -366,6 +432,40 @@ class UniEnv(VectorEnv):
             self._renderer.close()
             self._renderer = None
         self.backend.close()
+
+
+_GRAPH_WARMUP = 2  # eager steps before a capture: lazy allocations and engine graphs happen there
+
+
+class _StepGraph:
+    """One env step recorded as a CUDA graph: static actions in, static outputs out."""
+
+    def __init__(self, actions: torch.Tensor, epoch: int):
+        self.graph = torch.cuda.CUDAGraph()
+        self.actions = actions.clone()
+        self.epoch = epoch
+        self.outputs: tuple = ()
+
+    def replay(self, actions: torch.Tensor) -> tuple:
+        """Run the step on new actions; the outputs are copies (the next replay rewrites them)."""
+        self.actions.copy_(actions)
+        self.graph.replay()
+        return _cloned(self.outputs)
+
+
+def _cloned(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, dict):
+        return {k: _cloned(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_cloned(v) for v in x)
+    return x
+
+
+def _where_rows(mask: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """Rows of `new` where mask (num_envs,), of `old` elsewhere, for any trailing shape."""
+    return torch.where(mask.view(-1, *[1] * (new.ndim - 1)), new, old)
 
 
 def _checked_seed(seed: Any) -> int:

@@ -1,16 +1,23 @@
 """Per-env random streams, vectorized and independent of batch composition.
 
-Env i draws from its own counter-based stream, keyed by (seed + i, draw index):
-a hash (SplitMix64) of the key gives the bits, so a draw needs no generator
-object per env and no Python loop. What env i samples depends only on its seed
-and on how many numbers it has drawn, never on which other envs reset at the
-same time; so a vector of N envs seeded s samples exactly what N single envs
-seeded s, s+1, ... sample, bit for bit, on any device.
+Env i draws from its own SplitMix64 stream: its key is a hash of (seed + i),
+and its n-th number is the SplitMix64 output of key + n * golden gamma, so a
+draw needs no generator object per env and no Python loop, only a counter per
+env. What env i samples depends only on its seed and on how many numbers it has
+drawn, never on which other envs reset at the same time; so a vector of N envs
+seeded s samples exactly what N single envs seeded s, s+1, ... sample, bit for
+bit, on any device.
 
 Two ways to pick the envs that draw: `for_envs(ids)` draws rows for those ids
 (dynamic shapes, cheap on the CPU); `for_mask(mask)` draws a row for every env
 but advances only the masked envs' streams (static shapes, no host sync, for
 device backends). Env i's draws are the same either way.
+
+A Sampler takes its envs' numbers a block at a time: its first draw hashes the
+next 64 numbers of each stream and moves the streams past them, and later draws
+hand them out in order (another block when they run out). A reset's draws thus
+cost one hash, and each reset of an env uses whole blocks of its stream: still
+a function of the env's own seed and history alone.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import torch
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 _MUL1 = -4658895280553007687  # 0xBF58476D1CE4E5B9
 _MUL2 = -7723592293110705685  # 0x94D049BB133111EB
+_BLOCK = 64  # numbers hashed ahead per env by a sampler's first draw
+_LOW53 = (1 << 53) - 1
 
 
 def _shr(x: torch.Tensor, s: int) -> torch.Tensor:
@@ -27,8 +36,8 @@ def _shr(x: torch.Tensor, s: int) -> torch.Tensor:
     return (x >> s) & ((1 << (64 - s)) - 1)
 
 
-def _splitmix64(x: torch.Tensor) -> torch.Tensor:
-    z = x + _GOLDEN
+def _mix64(z: torch.Tensor) -> torch.Tensor:
+    """SplitMix64's output function (a bijection of 64-bit words)."""
     z = (z ^ _shr(z, 30)) * _MUL1
     z = (z ^ _shr(z, 27)) * _MUL2
     return z ^ _shr(z, 31)
@@ -39,7 +48,7 @@ class EnvRandom:
 
     def __init__(self, num_envs: int, device: torch.device | str = "cpu"):
         self.device = torch.device(device)
-        self._keys = _splitmix64(torch.arange(num_envs, dtype=torch.int64, device=self.device))
+        self._keys = _mix64(torch.arange(num_envs, dtype=torch.int64, device=self.device) + _GOLDEN)
         self._counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
 
     def seed(self, seed: int, env_ids: torch.Tensor | None = None) -> None:
@@ -47,7 +56,7 @@ class EnvRandom:
         ids = (
             torch.arange(len(self._keys), device=self.device) if env_ids is None else env_ids.to(self.device)
         )
-        self._keys[ids] = _splitmix64(ids.to(torch.int64) + int(seed))
+        self._keys[ids] = _mix64(ids.to(torch.int64) + int(seed) + _GOLDEN)
         self._counts[ids] = 0
 
     def for_envs(self, env_ids: torch.Tensor) -> Sampler:
@@ -58,34 +67,40 @@ class EnvRandom:
         """Draws for every env (one row each) that advance only the streams where mask."""
         return Sampler(self, None, mask)
 
-    def _bits(self, env_ids: torch.Tensor | None, count: int, advance: torch.Tensor | None) -> torch.Tensor:
-        """(rows, count) fresh 64-bit draws for env_ids (None: every env); advances those
-        envs' streams, or with `advance` (a mask over every env) only the masked ones."""
-        rows = slice(None) if env_ids is None else env_ids
-        counts, keys = self._counts[rows], self._keys[rows]
-        index = counts[:, None] + torch.arange(count, device=self.device)
-        if advance is None:
-            self._counts[rows] = counts + count
-        else:
-            self._counts += advance * count
-        return _splitmix64(keys[:, None] ^ _splitmix64(index))
-
 
 class Sampler:
     """Draws for a fixed set of envs: each method returns (rows, *shape), a row per env
     in env_ids, or per env (env_ids None) with only the `advance` mask's streams moved."""
 
     def __init__(self, source: EnvRandom, env_ids: torch.Tensor | None, advance: torch.Tensor | None = None):
-        self._source, self.env_ids, self._advance = source, env_ids, advance
+        self._source, self.env_ids = source, env_ids
+        self._step = None if advance is None else advance.to(torch.int64)  # 1 where a stream moves
         self.rows = len(source._keys) if env_ids is None else len(env_ids)
+        self._block: torch.Tensor | None = None  # (rows, B) numbers hashed ahead
+        self._used = 0
+
+    def _bits(self, count: int) -> torch.Tensor:
+        """(rows, count) 64-bit numbers from the envs' current blocks (a new block, which
+        advances the streams past it, when the current one runs out)."""
+        if self._block is None or self._used + count > self._block.shape[1]:
+            src, ids, size = self._source, self.env_ids, max(count, _BLOCK)
+            counts, keys = (src._counts, src._keys) if ids is None else (src._counts[ids], src._keys[ids])
+            index = counts[:, None] + torch.arange(1, size + 1, device=src.device)
+            self._block, self._used = _mix64(keys[:, None] + index * _GOLDEN), 0
+            if ids is not None:
+                src._counts[ids] = counts + size
+            else:
+                src._counts += size if self._step is None else self._step * size
+        bits = self._block[:, self._used : self._used + count]
+        self._used += count
+        return bits
 
     def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float64) -> torch.Tensor:
         """Uniform on [low, high); low and high broadcast against (n, *shape)."""
         n = 1
         for s in shape:
             n *= s
-        bits = self._source._bits(self.env_ids, n, self._advance)
-        unit = _shr(bits, 11).to(torch.float64) * (2.0**-53)
+        unit = (self._bits(n) & _LOW53).to(torch.float64) * (2.0**-53)
         unit = unit.reshape(self.rows, *shape)
         return (low + (high - low) * unit).to(dtype)
 

@@ -231,6 +231,8 @@ def test_misspelled_names_list_close_matches(make_backend):
 )
 def test_step_refuses_bad_ctrl_and_changes_nothing(make_backend, bad, match):
     b = make_backend()
+    if b.get_capabilities().sync_free and match.startswith("NaN"):
+        pytest.skip("sync_free backends check ctrl values on the device: test_nonfinite_ctrl_is_flagged")
     b.step_tensor(zeros_ctrl(b, 0.5), 3)
     before = snapshot(b)
     ctrl_before = b.get_state_views()["ctrl"].clone()
@@ -238,6 +240,28 @@ def test_step_refuses_bad_ctrl_and_changes_nothing(make_backend, bad, match):
         b.step_tensor(bad(b))
     assert torch.equal(snapshot(b), before)
     assert torch.equal(b.get_state_views()["ctrl"], ctrl_before)
+
+
+def test_nonfinite_ctrl_is_flagged_and_never_reaches_the_physics(make_backend):
+    """A sync_free backend reads no value on the host: a row with NaN or inf ctrl is held at
+    zero ctrl for that step and flagged by pop_diverged; the other rows step as usual."""
+    b = make_backend()
+    if not b.get_capabilities().sync_free:
+        pytest.skip("host-checked backends refuse it: test_step_refuses_bad_ctrl_and_changes_nothing")
+    twin = make_backend()
+    ctrl = zeros_ctrl(b, 0.5)
+    for sim in (b, twin):
+        sim.step_tensor(ctrl, 2)
+        sim.pop_diverged()
+    bad = ctrl.clone()
+    bad[1, 0], bad[3, -1] = math.nan, -math.inf
+    b.step_tensor(bad, 3)
+    held = ctrl.clone()
+    held[[1, 3]] = 0.0
+    twin.step_tensor(held, 3)
+    assert torch.equal(snapshot(b), snapshot(twin))  # the bad rows ran with zero ctrl, nothing else changed
+    assert b.pop_diverged().tolist() == [False, True, False, True]
+    assert not b.pop_diverged().any()  # flagged once
 
 
 def test_step_refuses_bad_nsteps(make_backend):
@@ -289,13 +313,17 @@ def test_set_state_mask(make_backend):
     b.step_tensor(zeros_ctrl(b, 0.3), 5)
     before = snapshot(b)
     mask = torch.tensor([False, True, False, True], device=b.device)
-    qpos, qvel = initial_state(b, 2)
+    qpos, qvel = initial_state(b, 4)  # a row per env (static shapes); unmasked rows are ignored
+    qpos[~mask] += 0.5
     b.set_state_tensor_mask(mask, qpos, qvel)
     after = snapshot(b)
-    assert torch.equal(after[~mask], before[~mask])
-    assert torch.equal(b.get_state_views()["qpos"][mask], qpos)
-    with pytest.raises(ArgumentError, match="mask"):
-        b.set_state_tensor_mask(torch.tensor([1, 0, 1, 0], device=b.device), qpos, qvel)
+    assert torch.equal(after[~mask.cpu()], before[~mask.cpu()])
+    assert torch.equal(b.get_state_views()["qpos"][mask], qpos[mask])
+    for bad_mask in (torch.tensor([1, 0, 1, 0], device=b.device), mask[:3], mask.tolist()):
+        with pytest.raises(ArgumentError, match="mask"):
+            b.set_state_tensor_mask(bad_mask, qpos, qvel)
+    with pytest.raises(ArgumentError, match="qpos"):
+        b.set_state_tensor_mask(mask, qpos[mask], qvel[mask])  # one row per selected env is refused
     assert torch.equal(snapshot(b), after)
 
 

@@ -201,9 +201,9 @@ def test_servo_gains_set_force(make_env):
 
 
 def test_latency_delays_the_first_response_by_k_steps(make_mujoco_env):
-    env = make_mujoco_env({"lat": {"param": "action_latency", "range": [0, 3]}}, num_envs=8)
+    env = make_mujoco_env({"lat": {"param": "action_latency", "range": [0, 3]}}, num_envs=32)
     delay = env.dr_params()["lat"][:, 0]
-    assert set(delay.tolist()) == {0, 1, 2, 3}, delay  # with 8 envs each delay shows up here
+    assert set(delay.tolist()) == {0, 1, 2, 3}, delay  # with 32 envs each delay shows up here
     action = torch.zeros(env.num_envs, 2)
     action[:, 1] = 1.0 + torch.arange(env.num_envs)  # a distinct motor torque per env
     first = torch.full((env.num_envs,), -1)

@@ -88,6 +88,9 @@ class Capabilities:
     # built for it run on the CPU): unienv then drives it with masks and static shapes and never
     # reads a device value on the host in the hot path (no bool(t), .item(), .cpu(), nonzero)
     sync_free: bool = False
+    # the hot path (steps, state writes, reads, DR writes) can be recorded into one CUDA
+    # graph by the caller (torch.cuda.graph), as UniEnv does for a whole env step
+    cuda_graph: bool = False
 
 
 class BodyViews(NamedTuple):
@@ -241,6 +244,10 @@ class SimBackend(abc.ABC):
         self._requested_dr = tuple(randomize)
         self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
 
+    # bumped whenever the engine moves the memory its hot path uses (e.g. a model field made
+    # per env on its first DR write): a CUDA graph recorded before then is stale
+    graph_epoch: int = 0
+
     # ---- metadata (cold path) ---------------------------------------------
 
     info: SceneInfo
@@ -341,11 +348,20 @@ class SimBackend(abc.ABC):
     # ---- hot path -----------------------------------------------------------
 
     def step_tensor(self, ctrl: torch.Tensor, nsteps: int = 1) -> None:
-        """Hold `ctrl` (num_envs, nu) for `nsteps` physics steps."""
+        """Hold `ctrl` (num_envs, nu) for `nsteps` physics steps.
+
+        A ctrl row with NaN or inf is refused (ArgumentError) by a backend whose
+        host reads are free; on a `sync_free` backend it is checked on the device
+        instead: that env is held at zero ctrl and flagged by pop_diverged.
+        """
         self._ready()
-        ctrl = self._checked_rows(ctrl, "ctrl", self.num_envs, self.nu)
+        ctrl = self._checked_rows(ctrl, "ctrl", self.num_envs, self.nu, finite=not self._sync_free)
         if nsteps.__class__ is not int or nsteps < 1:
             raise ArgumentError(f"nsteps: expected a positive int, got {nsteps!r}")
+        if self._sync_free:
+            bad = ~torch.isfinite(ctrl).all(1)
+            ctrl = ctrl.masked_fill(bad[:, None], 0.0)
+            self._nonfinite_input |= bad
         self._step(ctrl, nsteps)
 
     def get_state_views(self) -> Mapping[str, torch.Tensor]:
@@ -369,24 +385,47 @@ class SimBackend(abc.ABC):
             self._set_state(ids, qpos, qvel)
 
     def set_state_tensor_mask(self, mask: Any, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """As set_state_tensor, for the rows where `mask` (num_envs,) is True.
+        """As set_state_tensor, for the rows where `mask` (num_envs,) is True, with static
+        shapes: qpos (num_envs, nq) and qvel (num_envs, nv) hold a row for every env,
+        and the rows outside the mask are ignored.
 
-        qpos and qvel hold one row per selected env, in env order.
+        On a `sync_free` backend nothing is read on the host: a masked row with
+        NaN or inf is written as is and flagged by pop_diverged.
         """
         self._ready()
-        mask = torch.as_tensor(mask)
-        if mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+        if mask.__class__ is not torch.Tensor or mask.dtype != torch.bool or mask.shape != (self.num_envs,):
             raise ArgumentError(
-                f"mask: expected a bool tensor of shape ({self.num_envs},), "
-                f"got {mask.dtype} {tuple(mask.shape)}"
+                f"mask: expected a bool torch.Tensor of shape ({self.num_envs},), "
+                f"got {type(mask).__name__} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}"
             )
-        self.set_state_tensor(torch.nonzero(mask.cpu()).flatten(), qpos, qvel)
+        if mask.device != self.device:
+            raise ArgumentError(f"mask: expected a tensor on {self.device}, got {mask.device}")
+        qpos = self._checked_rows(qpos, "qpos", self.num_envs, self.nq, finite=not self._sync_free)
+        qvel = self._checked_rows(qvel, "qvel", self.num_envs, self.nv, finite=not self._sync_free)
+        if self._sync_free:
+            finite = torch.isfinite(qpos).all(1) & torch.isfinite(qvel).all(1)
+            self._nonfinite_input |= mask & ~finite
+        self._set_state_mask(mask, qpos, qvel)
 
     def pop_diverged(self) -> torch.Tensor:
         """(num_envs,) bool: envs whose physics diverged since the last call, left
-        non-finite or reset by the engine itself (as MuJoCo does on a bad state)."""
+        non-finite or reset by the engine itself (as MuJoCo does on a bad state), or
+        that were handed a non-finite ctrl or state on a sync_free backend."""
         self._ready()
-        return self._pop_diverged()
+        diverged = self._pop_diverged()
+        if self._sync_free:
+            diverged = diverged | self._nonfinite_input
+            self._nonfinite_input.zero_()
+        return diverged
+
+    @functools.cached_property
+    def _sync_free(self) -> bool:
+        return self._capabilities.sync_free
+
+    @functools.cached_property
+    def _nonfinite_input(self) -> torch.Tensor:
+        """(num_envs,) envs handed a non-finite ctrl or state since the last pop_diverged."""
+        return torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
 
     def get_body_views(self, body_ids: Any) -> BodyViews:
         """World-frame poses and velocities of the given bodies, (N, B, ...)."""
@@ -602,8 +641,9 @@ class SimBackend(abc.ABC):
             if term not in terms:
                 raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
 
-    def _checked_rows(self, x: Any, name: str, n: int, width: int) -> torch.Tensor:
-        """A finite float tensor (n, width) on the backend device."""
+    def _checked_rows(self, x: Any, name: str, n: int, width: int, finite: bool = True) -> torch.Tensor:
+        """A float tensor (n, width) on the backend device; with `finite`, checked on the
+        host to hold no NaN or inf."""
         if x.__class__ is not torch.Tensor:
             raise ArgumentError(f"{name}: expected a torch.Tensor ({n}, {width}), got {type(x).__name__}")
         if x.shape != (n, width):
@@ -612,7 +652,7 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
         if x.device != self.device:
             raise ArgumentError(f"{name}: expected a tensor on {self.device}, got {x.device}")
-        if not self._all_finite(x):
+        if finite and not self._all_finite(x):
             raise ArgumentError(f"{name}: contains NaN or inf")
         return x
 
@@ -651,14 +691,15 @@ class SimBackend(abc.ABC):
         if ids.ndim != 1 or ids.dtype in (torch.bool,) or ids.dtype.is_floating_point:
             raise ArgumentError(f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}")
         ids = ids.to("cpu", torch.int64)
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= self.num_envs):
-            raise ArgumentError(f"env_ids: expected ids in [0, {self.num_envs}), got {ids.tolist()}")
-        if len(torch.unique(ids)) != len(ids):
-            raise ArgumentError(f"env_ids: ids must be unique, got {ids.tolist()}")
-        if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
-            order = torch.argsort(ids)
-            return ids[order], order
-        return ids, None
+        a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
+        if len(a) and (a.min() < 0 or a.max() >= self.num_envs):
+            raise ArgumentError(f"env_ids: expected ids in [0, {self.num_envs}), got {a.tolist()}")
+        if len(a) < 2 or (a[1:] > a[:-1]).all():  # increasing: sorted and unique
+            return ids, None
+        if len(np.unique(a)) != len(a):
+            raise ArgumentError(f"env_ids: ids must be unique, got {a.tolist()}")
+        order = torch.from_numpy(np.argsort(a))
+        return ids[order], order
 
     def _checked_object_ids(self, ids: Any, kind: str) -> np.ndarray:
         count = len(self.names(kind))
@@ -687,6 +728,12 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None: ...
+
+    def _set_state_mask(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Engines that can write by mask on the device override this; host ids otherwise."""
+        ids = torch.nonzero(mask.cpu()).flatten()
+        if len(ids):
+            self._set_state(ids, qpos[ids.to(qpos.device)], qvel[ids.to(qvel.device)])
 
     @abc.abstractmethod
     def _get_physics_state(self) -> torch.Tensor: ...

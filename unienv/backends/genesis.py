@@ -467,6 +467,25 @@ class GenesisBackend(SimBackend):
         if self._wrench is not None:
             self._wrench[0][env] = False
 
+    def _set_state_mask(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Genesis takes a bool env mask (static shapes): where-writes and masked kernels."""
+        sol, rows = self._solver, mask[:, None]
+        self._qvel.copy_(torch.where(rows, qvel.to(self._dtype), self._qvel))  # Genesis's dofs.vel
+        sol.set_qpos(qpos.to(self._dtype), envs_idx=mask)  # forward kinematics of the masked envs
+        acc = qd_to_torch(sol.dyn_state.dofs.acc, transpose=True, copy=False)
+        acc.masked_fill_(rows, 0.0)
+        for field in (sol.dyn_state.links.cfrc_applied_vel, sol.dyn_state.links.cfrc_applied_ang):
+            qd_to_torch(field, transpose=True, copy=False).masked_fill_(rows[..., None], 0.0)
+        qd_to_torch(sol.dyn_state.links.contact_force, transpose=True, copy=False).masked_fill_(
+            rows[..., None], 0.0
+        )
+        self._time.masked_fill_(mask, 0.0)
+        self._ctrl.masked_fill_(rows, 0.0)
+        if self.nu:
+            self._ctrl_pos[:, self._act_dofs] = self._ctrl_pos[:, self._act_dofs].masked_fill(rows, 0.0)
+        if self._wrench is not None:
+            self._wrench[0].masked_fill_(mask, False)
+
     def _refresh_kinematics(self) -> None:
         """Run Genesis's forward kinematics if a step left link poses behind qpos."""
         sol = self._solver

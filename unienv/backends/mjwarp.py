@@ -184,6 +184,7 @@ class MjwarpBackend(SimBackend):
             deterministic=self.device.type == "cpu",
             mj_fields=True,
             sync_free=True,
+            cuda_graph=self.device.type == "cuda",
         )
 
     # ---- lifecycle ----------------------------------------------------------
@@ -254,6 +255,16 @@ class MjwarpBackend(SimBackend):
         capture at a time in the process, and no launch lands inside another's capture.
         """
         wp = self._wp
+        if self._stream is not None and torch.cuda.is_current_stream_capturing():
+            # inside a caller's CUDA graph of a whole env step (torch.cuda.graph): record the
+            # launches into it, on torch's capturing stream
+            stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+            capture = wp.ScopedCapture(
+                device=self._wp_device, stream=stream, external=True, capture_mode=wp.CaptureMode.GLOBAL
+            )
+            with _WARP_LOCK, wp.ScopedDevice(self._wp_device), capture:
+                work()
+            return
         with _WARP_LOCK:
             torch_stream = None
             if self._stream is not None:
@@ -335,6 +346,16 @@ class MjwarpBackend(SimBackend):
         self._run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
         self._views["qpos"][rows] = qpos.to(torch.float32)
         self._views["qvel"][rows] = qvel.to(torch.float32)
+        self._fresh = False
+        self._refresh()
+
+    def _set_state_mask(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        self._reset_mask.copy_(mask)
+        self._run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
+        rows = mask[:, None]
+        for name, new in (("qpos", qpos), ("qvel", qvel)):
+            view = self._views[name]
+            view.copy_(torch.where(rows, new.to(view.dtype), view))
         self._fresh = False
         self._refresh()
 
@@ -427,6 +448,7 @@ class MjwarpBackend(SimBackend):
                 host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
                 setattr(obj, attr, wp.array(host, dtype=array.dtype, device=self._wp_device))
                 self._graphs.clear()  # captured graphs hold the old array
+                self.graph_epoch += 1
         return self._field(name)
 
     def _dr_values(self, term: str) -> torch.Tensor:

@@ -11,15 +11,22 @@ env's state at its next step. `get_sensor_view` returns a view of the batch's
 sensordata output as of that call. Body views, contact forces, Jacobians and
 `get_mj_field` values are computed per call (they gather rows) and are copies.
 
-Freshness: every derived quantity (body views, sensors, contact forces,
+Freshness: every derived quantity but contact forces (body views, sensors,
 Jacobians, `get_mj_field`) describes the state the backend holds, as after
-`mj_forward`. A loop that reads only the state views pays what raw
-`mujoco.batch` pays: its steps run MuJoCo's steps alone. The first derived read
-after such a step runs `mj_forward` over all envs; and once derived quantities
-are read between two steps, the next step computes them inside the same batch
-call (`mjSTAGE_ACC`), which is cheaper. `set_state_tensor` and DR writes run
-`mj_forward` for the rows they write. mj_forward writes no state, so none of
-this changes a trajectory.
+`mj_forward`. A loop that reads only the state views and contact forces pays
+what raw `mujoco.batch` pays: its steps run MuJoCo's steps alone. The first
+derived read after such a step runs `mj_forward` over all envs; and once
+derived quantities are read between two steps, the next step computes them
+inside the same batch call (`mjSTAGE_ACC`), which is cheaper. `set_state_tensor`
+and DR writes run `mj_forward` for the rows they write. mj_forward writes no
+state, so none of this changes a trajectory.
+
+Contact forces are those of the last physics step, as the contract says: the
+`cfrc_ext` that MuJoCo's last substep computed, read without an mj_forward. Where
+the backend holds current derived quantities anyway (another derived read made
+the step compute them, a state or DR write, or a step with a wrench on, whose
+force cfrc_ext would include) they are those at the current state, which differ
+from the last substep's by one substep of motion.
 
 Contact forces come from MuJoCo's `cfrc_ext`, which MuJoCo computes only for
 models with force-like sensors; the backend appends one hidden accelerometer
@@ -60,15 +67,8 @@ from unienv.errors import ArgumentError
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
 _HIDDEN_SENSOR = "_unienv_cfrc"
-# warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc
-_UNSTABLE = [
-    int(w)
-    for w in (
-        mujoco.mjtWarning.mjWARN_BADQPOS,
-        mujoco.mjtWarning.mjWARN_BADQVEL,
-        mujoco.mjtWarning.mjWARN_BADQACC,
-    )
-]
+# warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc (adjacent codes)
+_UNSTABLE = slice(int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQACC) + 1)
 
 
 def _writable(array: np.ndarray) -> torch.Tensor:
@@ -159,6 +159,7 @@ class MujocoBackend(SimBackend):
         self._derived_read = False  # a derived quantity was read since the last step
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
+        self._pushed = False  # the last step ran with a wrench on
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
 
     def _close(self) -> None:
@@ -176,6 +177,7 @@ class MujocoBackend(SimBackend):
         stage = _ACC if self._derived_read and not self._wrench_pending else _NONE
         self._batch.step(nstep=nsteps, stage=stage)
         self._fresh, self._derived_read = stage == _ACC, False
+        self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
@@ -191,7 +193,7 @@ class MujocoBackend(SimBackend):
         return self._views
 
     def _unstable_counts(self) -> np.ndarray:
-        return self._batch.warning[:, _UNSTABLE, 1].sum(1)
+        return self._batch.warning[:, _UNSTABLE, 1].sum(1)  # a view of the batch's counters
 
     def _pop_diverged(self) -> torch.Tensor:
         counts = self._unstable_counts()
@@ -216,7 +218,10 @@ class MujocoBackend(SimBackend):
         return self._out["sensordata"][:, adr : adr + dim]
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
-        self._refresh()  # after the step cleared its wrench, which cfrc_ext would include
+        # the last substep's, as mj_step left them (no mj_forward), unless that substep had
+        # a wrench on, which cfrc_ext includes: then those at the state, without it
+        if self._pushed:
+            self._refresh()
         return self._out["cfrc_ext"][:, body_ids, 3:].clone()
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
