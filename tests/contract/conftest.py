@@ -20,15 +20,17 @@ SCENE = os.path.join(os.path.dirname(__file__), "scene.xml")
 SIM_DT = 0.005
 DEVICE = os.environ.get("UNIENV_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 GENESIS_PRECISION = os.environ.get("UNIENV_TEST_GENESIS_PRECISION") or None
+if torch.device(DEVICE).type == "cuda" and not torch.cuda.is_available():
+    raise RuntimeError(f"UNIENV_TEST_DEVICE={DEVICE!r}, but torch sees no CUDA device")
 
 
 def _mjwarp_device() -> str | None:
-    """Where the suite runs mjwarp: DEVICE if it is CUDA and there is a GPU; on the CPU, Warp's
-    CPU device if this warp-lang has its CPU kernels (warp-clang); else nowhere (None)."""
+    """Where the suite runs mjwarp: DEVICE if it is CUDA; on the CPU, Warp's CPU device if this
+    warp-lang has its CPU kernels (warp-clang); else nowhere (None)."""
     if not importlib.util.find_spec("mujoco_warp"):
         return None
     if torch.device(DEVICE).type == "cuda":
-        return DEVICE if torch.cuda.is_available() else None
+        return DEVICE
     import warp
 
     warp.config.quiet = True
