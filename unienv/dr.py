@@ -489,7 +489,7 @@ class DomainRandomization:
         self._all = _Rows(
             torch.ones(n, dtype=torch.bool, device=dev), None if self._sync_free else self._env_index
         )
-        self._head = 0
+        self._head = torch.zeros((), dtype=torch.int64, device=dev)  # the latency ring's newest slot
         # current values of every backend parameter the terms write (and body_mass for pushes),
         # (N, *shape) float64, read from the backend once at startup: no write reads it back
         self._current: dict[str, torch.Tensor] = {}
@@ -734,11 +734,11 @@ class DomainRandomization:
         if pushes:
             self._push(pushes)
         if self._by_kind["action_latency"]:
-            h = self._history
-            self._head = (self._head + 1) % len(h)
-            h[self._head] = actions
+            h, head = self._history, self._head  # head on the device: a captured step advances it
+            head.add_(1).remainder_(len(h))
+            h.index_copy_(0, head.view(1), actions[None].to(h.dtype))
             delay = self._by_kind["action_latency"][0].value[:, 0]
-            return h[(self._head - delay) % len(h), self._env_index].to(actions.dtype)
+            return h[(head - delay) % len(h), self._env_index].to(actions.dtype)
         return actions
 
     def observation(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
