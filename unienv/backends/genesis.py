@@ -697,6 +697,8 @@ class GenesisBackend(SimBackend):
         elif field.startswith("dof_"):
             getattr(sol, "set_" + field.replace("dof_", "dofs_"))(self._field(field).to(dtype), None, envs)
         else:  # body_mass, body_inertia (principal moments), body_ipos: per link
+            # engine sync: Genesis's link setters read the link index on the host when it is a
+            # CPU tensor (one read per call on the CPU device; none on CUDA outside its debug mode)
             value = self._field(field)[:, self._dr_bodies].to(dtype)
             if field == "body_mass":
                 sol.set_links_mass(value, self._dr_links, envs)
