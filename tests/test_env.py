@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import unienv
+from tests.contract.conftest import MJWARP_DEVICE
 from unienv.errors import ArgumentError
 
 
@@ -157,6 +158,44 @@ def test_diverged_env_is_reset_and_flagged():
     assert info["_diverged"].tolist() == [False, True]
     assert truncated[1] and torch.isfinite(obs).all()
     assert info["_final_obs"][1]
+
+
+@pytest.mark.skipif(not MJWARP_DEVICE, reason="needs mujoco_warp (the mjwarp extra)")
+@pytest.mark.parametrize("mode", ["next_step", "disabled"])
+def test_device_backend_masks_a_diverged_env_while_another_resets(mode):
+    """A NaN state on mjwarp (no host reads in the step): the diverged env's observation is
+    zeros and it is flagged, whatever another env's reset does in the same step; the action
+    rows that are not finite are zeroed and flagged, and raise at the next reset()."""
+    env = unienv.make(
+        "hopper",
+        backend="mjwarp",
+        device=MJWARP_DEVICE,
+        num_envs=3,
+        seed=0,
+        autoreset_mode=mode,
+        max_episode_steps=3,
+    )
+    env.reset()
+    actions = torch.zeros(3, 3)
+    env.step(actions)
+    env.episode_length[0] = 2
+    _, _, _, truncated, _ = env.step(actions)  # env 0 ends: with NEXT_STEP it resets next step
+    assert truncated.tolist() == [True, False, False]
+    s = env.backend.get_state_views()
+    qpos, qvel = s["qpos"].clone(), s["qvel"].clone()
+    qvel[1] = float("nan")
+    mask = torch.tensor([False, True, False], device=env.device)
+    env.backend.set_state_tensor_mask(mask, qpos, qvel)
+    bad = actions.clone()
+    bad[2, 0] = float("inf")
+    obs, reward, terminated, truncated, info = env.step(bad)
+    assert info["_diverged"].tolist() == [False, True, False]
+    assert torch.equal(obs[1], torch.zeros_like(obs[1])) and reward[1] == 0 and truncated[1]
+    assert torch.isfinite(obs).all()
+    assert info["_nonfinite_action"].tolist() == [False, False, True]
+    with pytest.raises(ArgumentError, match="NaN or inf in an earlier step"):
+        env.reset()
+    env.close()
 
 
 def test_constructor_refusals():
