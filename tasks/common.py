@@ -30,6 +30,23 @@ def ctrl_cost(action: torch.Tensor, weight: float) -> torch.Tensor:
     return -weight * action.square().sum(1)
 
 
+def locomotion_terms(task, s, prev, action: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Gymnasium's forward, healthy and ctrl reward terms, from the task's options of those
+    names: the root's x velocity over the step (qpos[:, 0]), a reward while s["healthy"],
+    and the control cost."""
+    return {
+        "forward": task.forward_reward_weight
+        * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], task.dt),
+        "healthy": task.healthy_reward * s["healthy"].to(task.dtype),
+        "ctrl": ctrl_cost(action, task.ctrl_cost_weight),
+    }
+
+
+def unhealthy(task, s) -> torch.Tensor:
+    """Termination when not s["healthy"], if the task's terminate_when_unhealthy says so."""
+    return ~s["healthy"] if task.terminate_when_unhealthy else torch.zeros_like(s["healthy"])
+
+
 def inside(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
     """low < x < high, elementwise."""
     return (x > low) & (x < high)

@@ -17,7 +17,7 @@ import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state
+from unienv.tasks.common import inside, locomotion_terms, noisy_reset, read_state, unhealthy
 
 
 class Walker2d(Task):
@@ -64,16 +64,11 @@ class Walker2d(Task):
         return torch.cat((s["qpos"][:, 1:], s["qvel"].clamp(-10.0, 10.0)), dim=1)
 
     def reward(self, s, prev, action, memory):
-        terms = {
-            "forward": self.forward_reward_weight
-            * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
-            "healthy": self.healthy_reward * s["healthy"].to(self.dtype),
-            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
-        }
+        terms = locomotion_terms(self, s, prev, action)
         return total(terms), terms
 
     def terminated(self, s, memory):
-        return ~s["healthy"] if self.terminate_when_unhealthy else torch.zeros_like(s["healthy"])
+        return unhealthy(self, s)
 
     def reset_state(self, env_ids, rng):
         return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)
