@@ -10,6 +10,8 @@ from mujoco import batch as mjbatch
 from unienv.backends import create
 from unienv.tasks import GYM_ASSETS
 
+SCENE = os.path.join(os.path.dirname(__file__), "..", "contract", "scene.xml")  # a free box and a cart-pole
+
 
 def test_trajectory_is_bit_identical_to_raw_mujoco_batch():
     scene, n = os.path.join(GYM_ASSETS, "ant.xml"), 6
@@ -37,3 +39,19 @@ def test_trajectory_is_bit_identical_to_raw_mujoco_batch():
     box = backend.get_body_views(backend.find("body", "torso"))
     np.testing.assert_array_equal(box.pos[0, 0].numpy(), data.xpos[1])
     np.testing.assert_array_equal(backend.get_mj_field("cfrc_ext")[0].numpy(), data.cfrc_ext)
+
+
+def test_an_env_that_diverges_again_after_its_reset_is_flagged_again():
+    """MuJoCo clears a row's warning counters when the row is reset: a blow-up of the same env
+    in the very next step must still be flagged (it was compared with the stale count)."""
+    b = create("mujoco", SCENE, 3, 0.005)
+    b.materialize()
+    views = b.get_state_views()
+    calm_q, wild_v = views["qpos"][[2]].clone(), views["qvel"][[2]].clone()
+    wild_v[0] = 1e9  # below MuJoCo's 1e10 limit now; the accelerations it makes are beyond it
+    ctrl = torch.zeros(3, b.nu, dtype=torch.float64)
+    for blow_up in range(3):  # each time the env is reset into a state that blows up at once
+        b.set_state_tensor(torch.tensor([2]), calm_q, wild_v)
+        b.step_tensor(ctrl, 2)
+        assert b.pop_diverged().tolist() == [False, False, True], blow_up
+    b.close()

@@ -204,6 +204,7 @@ class MujocoBackend(SimBackend):
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         rows = ids.numpy()
         self._batch.reset(rows, stage=_NONE)
+        self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._qpos[rows] = qpos.detach().numpy()
         self._qvel[rows] = qvel.detach().numpy()
         self._batch.forward(rows, stage=_ACC)
