@@ -5,9 +5,10 @@ com-based body inertia cinert (13 x 10), velocity cvel (13 x 6), actuator
 forces qfrc_actuator without the root's (17) and external wrenches cfrc_ext
 (13 x 6), all bodies but the world. Action (17): motor inputs in [-0.4, 0.4].
 Reward terms, as in v5: forward (1.25 x the x velocity of the whole-body COM
-over the env step), healthy (5 while 1 < z < 2 for the torso), ctrl (-0.1
-|a|^2) and contact (-min(5e-7 |cfrc_ext|^2, 10)). Terminates when unhealthy;
-truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
+over the env step; the COM weighs each env's own body masses, randomized ones
+included, read from cinert), healthy (5 while 1 < z < 2 for the torso), ctrl
+(-0.1 |a|^2) and contact (-min(5e-7 |cfrc_ext|^2, 10)). Terminates when
+unhealthy; truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
 
 Needs the backend's `mj_fields`. Deliberate difference: v5 reads cinert, cvel,
 cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
@@ -62,17 +63,16 @@ class Humanoid(Task):
 
     def setup(self, backend):
         super().setup(backend)
-        self.mass = self.tensor(backend.info.body_mass)[:, None]
-        self.total_mass = float(backend.info.body_mass.sum())
         self.qpos0 = self.tensor(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):
         s = read_state(backend)
-        f = backend.get_mj_field
-        s["com"] = (self.mass * f("xipos")).sum(1)[:, :2] / self.total_mass  # the whole body's COM (x, y)
         for name in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"):
-            s[name] = f(name)
+            s[name] = backend.get_mj_field(name)
+        mass = s["cinert"][..., 9:]  # (N, nbody, 1) each env's body masses, randomized ones included
+        com = (mass * backend.get_mj_field("xipos")).sum(1) / mass.sum(1)
+        s["com"] = com[:, :2]  # the whole body's centre of mass (x, y)
         return s
 
     def observe(self, s, memory):

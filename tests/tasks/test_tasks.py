@@ -183,3 +183,34 @@ def test_reach_reward_is_maximal_at_target():
         assert (reward[order].diff() <= 1e-12).all()  # decreasing with distance
     finally:
         env.close()
+
+
+def test_humanoid_forward_reward_weighs_randomized_masses():
+    """Heavier feet move the whole-body COM: the forward term follows each env's own masses."""
+    heavy_feet = {
+        "param": "body_mass",
+        "objects": ["left_foot", "right_foot"],
+        "range": 4.0,
+        "operation": "scale",
+    }
+    env = unienv.make("humanoid", num_envs=2, seed=0, dr={"feet": heavy_feet})
+    try:
+        env.reset()
+        b = env.backend
+        mass = b.get_dr_param("body_mass")[:, :, None]
+        assert (
+            mass[0, b.find("body", "left_foot")[0], 0] == 4 * b.info.body_mass[b.find("body", "left_foot")[0]]
+        )
+
+        def com_x():
+            return ((mass * b.get_mj_field("xipos")).sum(1) / mass.sum(1))[:, 0]
+
+        before = com_x()
+        _, _, _, _, info = env.step(torch.full((2, 17), 0.3))
+        expected = env.task.forward_reward_weight * (com_x() - before) / env.task.dt
+        torch.testing.assert_close(info["reward_terms"]["forward"], expected, rtol=1e-9, atol=1e-12)
+        compiled = torch.as_tensor(b.info.body_mass)[None, :, None]
+        with_compiled = ((compiled * b.get_mj_field("xipos")).sum(1) / compiled.sum(1))[:, 0]
+        assert (with_compiled - com_x()).abs().min() > 1e-3  # the masses matter here
+    finally:
+        env.close()
