@@ -14,10 +14,17 @@ seed + r, and rsl_rl averages the gradients of all processes (nccl on GPUs, gloo
 Process 0 logs to the Hydra run dir: rsl_rl's per-iteration report on stdout, TensorBoard events
 (`tensorboard --logdir outputs`), rsl_rl's resumable checkpoints (model_<it>.pt), and at the end
 `policy.pt2` (see unienv.wrappers.checkpoint), then a deterministic evaluation of that file.
+It also writes `metrics.json` (train.metrics_path), rewritten after every iteration so that a run cut
+short keeps its curve: per iteration the env steps, seconds, steps/s, the mean return and length of
+the last 100 episodes and the means of rsl_rl's episode terms; then a summary and the evaluation
+(for the quadruped, its mean velocity-tracking error). train.max_seconds stops training after the
+iteration that passes that many seconds (a fixed time budget; one process only).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
 
@@ -32,12 +39,71 @@ from unienv.wrappers.checkpoint import save_policy
 from unienv.wrappers.rsl_rl import RslRlVecEnv
 
 
-class Runner(OnPolicyRunner):
-    """rsl_rl's OnPolicyRunner whose multi-process mode also runs CPU processes (gloo).
+class OutOfTime(Exception):
+    """Raised after the iteration that passes the time budget, to leave rsl_rl's learn loop."""
 
+
+class Runner(OnPolicyRunner):
+    """rsl_rl's OnPolicyRunner that records each iteration's metrics (`curve`), can stop at a
+    time budget, and whose multi-process mode also runs CPU processes (gloo).
+
+    rsl_rl's learn loop has no hook per iteration, so the runner wraps its logger's `log` call,
+    made once per iteration, to read the iteration's figures before the logger clears them.
     rsl_rl's own multi-GPU set-up insists on nccl and cuda:<LOCAL_RANK>; on CUDA devices this
     defers to it, on the CPU it does the same with gloo (how the mechanism is tested without GPUs).
     """
+
+    def __init__(self, env, train_cfg, log_dir=None, device="cpu", max_seconds=None, on_iteration=None):
+        """max_seconds: stop after the iteration that passes it; on_iteration: called after each."""
+        super().__init__(env, train_cfg, log_dir=log_dir, device=device)
+        self.curve: list[dict] = []
+        self.max_seconds, self.on_iteration = max_seconds, on_iteration
+        self.stopped_by = "iterations"
+        self._start = time.perf_counter()
+        log = self.logger.log
+
+        def log_and_record(**kwargs) -> None:
+            row = self._iteration_metrics(kwargs["it"], kwargs["collect_time"], kwargs["learn_time"])
+            log(**kwargs)
+            self.curve.append(row)
+            if self.on_iteration is not None:
+                self.on_iteration()
+            if self.max_seconds is not None and row["seconds"] >= self.max_seconds:
+                raise OutOfTime
+
+        self.logger.log = log_and_record
+
+    def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
+        self._start = time.perf_counter()
+        try:
+            super().learn(num_learning_iterations, init_at_random_ep_len=init_at_random_ep_len)
+        except OutOfTime:
+            self.stopped_by = "max_seconds"
+            if self.logger.writer is not None:  # what rsl_rl does after its last iteration
+                self.save(os.path.join(self.logger.log_dir, f"model_{self.current_learning_iteration}.pt"))
+                self.logger.stop_logging_writer()
+
+    def _iteration_metrics(self, it: int, collect_time: float, learn_time: float) -> dict:
+        """This iteration's figures (rsl_rl's, as its report prints them; process 0's episodes)."""
+        logger, size = self.logger, self.cfg["num_steps_per_env"] * self.env.num_envs * self.gpu_world_size
+        episode = {}
+        for key in dict.fromkeys(k for extras in logger.ep_extras for k in extras):
+            values = [
+                torch.as_tensor(e[key], device=logger.device).float().flatten()
+                for e in logger.ep_extras
+                if key in e
+            ]
+            episode[key] = _number(torch.cat(values).mean())  # one device read per key
+        return {
+            "iteration": it + 1,  # iterations done
+            "env_steps": (it + 1) * size,
+            "seconds": time.perf_counter() - self._start,
+            "steps_per_s": size / (collect_time + learn_time),  # collection + learning, rsl_rl's figure
+            "collect_steps_per_s": size / collect_time,  # env steps and policy inference only
+            "mean_return": _mean(logger.rewbuffer),  # of the last 100 episodes, as rsl_rl prints it
+            "mean_episode_length": _mean(logger.lenbuffer),
+            "episode": episode,  # means over this iteration's ended episodes: return, length, reward terms
+        }
 
     def _configure_multi_gpu(self) -> None:
         if torch.device(self.device).type != "cpu" or int(os.getenv("WORLD_SIZE", "1")) == 1:
@@ -56,6 +122,54 @@ class Runner(OnPolicyRunner):
         )
 
 
+class TrackingError:
+    """The quadruped's mean velocity-tracking error along a rollout, from its observations.
+
+    tasks/quadruped.py observes the base-frame linear velocity at 0:3 and angular velocity at 3:6,
+    and the command (vx, vy, yaw rate) at 9:12, each scaled. Called with each step's (obs, info), it
+    sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s) over every env and step, taking an
+    ended episode's last observation (info["final_obs"]) rather than its successor's first. With
+    observation noise (DR) the errors include the noise.
+    """
+
+    def __init__(self, task):
+        self.scale = torch.cat((task.base_obs_scale[[0, 1, 5]], task.command_scale))
+        self.lin = self.yaw = 0.0
+        self.count = 0
+
+    def __call__(self, obs: torch.Tensor, info: dict) -> None:
+        if "final_obs" in info:
+            obs = torch.where(info["_final_obs"][:, None], info["final_obs"], obs)
+        unscaled = obs[:, [0, 1, 5, 9, 10, 11]] / self.scale
+        error = unscaled[:, 3:] - unscaled[:, :3]
+        self.lin = self.lin + error[:, :2].norm(dim=1).sum()  # stays on the device until result()
+        self.yaw = self.yaw + error[:, 2].abs().sum()
+        self.count += len(obs)
+
+    def result(self) -> dict:
+        return {
+            "lin_vel_error": _number(self.lin / self.count),
+            "yaw_rate_error": _number(self.yaw / self.count),
+        }
+
+
+def _mean(values) -> float | None:
+    return _number(sum(values) / len(values)) if values else None
+
+
+def _number(x) -> float | None:
+    """A float for JSON; None where it is not finite (JSON has no NaN)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def write_json(path: str, data: dict) -> None:
+    """data as JSON at path, replaced whole (a reader never sees half a file)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def process_group() -> tuple[int, int, int]:
     """(rank, local rank, world size) from torchrun's environment; (0, 0, 1) without torchrun."""
     return int(os.getenv("RANK", "0")), int(os.getenv("LOCAL_RANK", "0")), int(os.getenv("WORLD_SIZE", "1"))
@@ -64,6 +178,9 @@ def process_group() -> tuple[int, int, int]:
 @hydra.main(version_base="1.3", config_path="cfg", config_name="train")
 def main(cfg: DictConfig) -> None:
     rank, local_rank, world = process_group()
+    max_seconds = cfg.train.max_seconds
+    if max_seconds is not None and world > 1:  # processes stopping at different iterations would hang
+        raise ValueError("train.max_seconds: a time budget needs one process (got WORLD_SIZE > 1)")
     task_options = OmegaConf.to_container(cfg.task)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
@@ -86,12 +203,37 @@ def main(cfg: DictConfig) -> None:
     vec_env = RslRlVecEnv(env)
     run_dir = hydra.core.hydra_config.HydraConfig.get().runtime.output_dir
     runner_cfg = OmegaConf.to_container(cfg.train.runner, resolve=True)
-    runner = Runner(vec_env, runner_cfg, log_dir=run_dir if rank == 0 else None, device=vec_env.device)
+    metrics_path = hydra.utils.to_absolute_path(
+        cfg.train.metrics_path or os.path.join(run_dir, "metrics.json")
+    )
+    if rank == 0:
+        os.makedirs(os.path.dirname(metrics_path), exist_ok=True)
+    metrics = {
+        "task": task,
+        "backend": backend,
+        "device": vec_env.device,
+        "num_envs": cfg.num_envs,
+        "processes": world,
+        "seed": cfg.seed,
+        "num_steps_per_env": runner_cfg["num_steps_per_env"],
+        "iterations": cfg.train.iterations,
+        "max_seconds": max_seconds,
+    }
+    runner = Runner(
+        vec_env,
+        runner_cfg,
+        log_dir=run_dir if rank == 0 else None,
+        device=vec_env.device,
+        max_seconds=max_seconds,
+        on_iteration=(lambda: write_json(metrics_path, metrics)) if rank == 0 else None,
+    )
+    metrics["curve"] = runner.curve  # the runner appends a row per iteration
 
     start = time.perf_counter()
     runner.learn(cfg.train.iterations, init_at_random_ep_len=cfg.train.init_at_random_ep_len)
     seconds = time.perf_counter() - start
-    env_steps = cfg.train.iterations * runner_cfg["num_steps_per_env"] * cfg.num_envs * world
+    iterations = len(runner.curve)  # every process logs each iteration
+    env_steps = iterations * runner_cfg["num_steps_per_env"] * cfg.num_envs * world
     env.close()
     if world > 1:  # one line per process: its env seeds, and a digest of its policy (equal on all ranks)
         params = torch.cat([p.detach().flatten().cpu() for p in runner.alg.get_policy().parameters()])
@@ -110,13 +252,22 @@ def main(cfg: DictConfig) -> None:
         f"{seconds:.1f} s ({env_steps / seconds:.0f} steps/s); mean return of the last {len(rewards)} "
         f"training episodes {mean_return:.2f}"
     )
+    metrics["summary"] = {
+        "iterations": iterations,
+        "stopped_by": runner.stopped_by,
+        "env_steps": env_steps,
+        "train_seconds": seconds,
+        "steps_per_s": env_steps / seconds,
+        "mean_return": _number(mean_return),
+    }
+    write_json(metrics_path, metrics)
 
     path = hydra.utils.to_absolute_path(cfg.train.policy_path or os.path.join(run_dir, "policy.pt2"))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     actor = runner.get_inference_policy(device="cpu").as_jit()
     info = {
         "library": "rsl_rl",
-        "iterations": cfg.train.iterations,
+        "iterations": iterations,
         "env_steps": env_steps,
         "num_envs": cfg.num_envs,
         "processes": world,
@@ -126,14 +277,18 @@ def main(cfg: DictConfig) -> None:
     }
     save_policy(path, actor, env, backend=backend, info=info)
     print(f"policy: {path}")
-    evaluate(cfg, task, backend, device, task_options, backend_options, path)
+    metrics["policy"] = path
+    metrics["eval"] = evaluate(cfg, task, backend, device, task_options, backend_options, path)
+    write_json(metrics_path, metrics)
+    print(f"metrics: {metrics_path}")
 
 
-def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> None:
-    """Roll the saved policy file out deterministically on fresh envs and print its episode returns."""
+def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> dict | None:
+    """Roll the saved policy file out deterministically on fresh envs; print and return its episode
+    statistics (and, for the quadruped, its mean velocity-tracking error)."""
     steps = cfg.train.eval_steps
     if steps == 0:
-        return
+        return None
     env = unienv.make(
         task,
         backend=backend,
@@ -144,8 +299,10 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
         task_options=task_options,
         backend_options={k: v for k, v in backend_options.items() if v is not None},
     )
+    tracking = TrackingError(env.task) if task == "quadruped" else None
     try:
-        stats = rollout(env, make_policy(path, env), steps or env.max_episode_steps, progress=False)
+        policy = make_policy(path, env)
+        stats = rollout(env, policy, steps or env.max_episode_steps, on_step=tracking, progress=False)
     finally:
         env.close()
     s = stats.summary()
@@ -153,6 +310,15 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
         f"eval: {s['episodes']} episodes, return {s['return_mean']:.2f} +- {s['return_std']:.2f}, "
         f"length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}"
     )
+    result = {k: v if isinstance(v, int) else _number(v) for k, v in s.items()}
+    result |= {"steps": stats.steps, "num_envs": env.num_envs}
+    if tracking is not None:
+        result |= tracking.result()
+        print(
+            f"eval: velocity tracking error {result['lin_vel_error']:.3f} m/s (planar), "
+            f"{result['yaw_rate_error']:.3f} rad/s (yaw rate)"
+        )
+    return result
 
 
 if __name__ == "__main__":

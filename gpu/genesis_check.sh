@@ -1,47 +1,51 @@
 #!/bin/bash
-# Genesis on the GPU machine: the conformance suite on CUDA, then raw Genesis vs unienv's backend and
-# env step (python -m unienv.bench) on the cartpole and the ant at 4096 and 16384 envs.
+# Genesis on the GPU machine, one mode or several per device call, in the order given:
+#   contract  the conformance suite on CUDA (tests/contract -k genesis)
+#   bench     raw Genesis vs unienv's backend and env step (python -m unienv.bench): TASKS="cartpole ant"
+#             at NUM_ENVS="4096 16384 65536" (Genesis runs no CUDA graph: the bench says it does not apply)
+#   train     train.py, rsl_rl PPO on TRAIN_TASK=quadruped, TRAIN_ENVS=4096 envs, for TRAIN_SECONDS=150 s
+#             (the fallback if training on mjwarp fails)
+#   all       contract bench train (the rehearsal; on the card more than one call holds, see README)
 #
 # Prepare, once, on the machine that sends the run (see ../shared/device/README.md; .devcarry/ is git-ignored):
 #   ../shared/device/build-carry.sh genesis .devcarry/genesis --lean        # 35 MiB: Genesis 1.4.5 + MuJoCo 4.0.0
 #   ../shared/device/build-carry.sh base    .devcarry/base                  # 8 MiB: gymnasium, hydra (unienv needs them)
-#   pip download --no-deps --only-binary=:all: -d .devcarry/pytest pytest pluggy iniconfig   # if the remote lacks pytest
+#   .devcarry/rsl_rl for train: see gpu/mjwarp_check.sh
 #
-# One call per mode (each at most 600 s; a fresh machine compiles Genesis's kernels first, ~100 s per distinct
-# set of rigid options, so contract and bench are two calls; while the machine is warm the sets stay installed
-# in /tmp/site and the kernel cache is reused):
-#   carry: [".devcarry/genesis", ".devcarry/base", ".devcarry/pytest"]
-#   bash gpu/genesis_check.sh contract      # tests/contract -k genesis on CUDA
-#   bash gpu/genesis_check.sh bench         # the bench; TASKS="cartpole ant" NUM_ENVS="4096 16384" by default
-#   bash gpu/genesis_check.sh all           # both, contract first
+# The calls (README, "Benchmark", lists the sequence with its timeouts): a fresh machine compiles Genesis's
+# kernels first (~100 s per distinct set of rigid options), later processes on the warm machine reuse them.
+#   carry [".devcarry/genesis", ".devcarry/base"]   bash gpu/genesis_check.sh bench
+#   (warm, no carry)                                bash gpu/genesis_check.sh contract
 # CONTRACT_K narrows the suite (a pytest -k expression, e.g. "genesis and not dr_"); TASKS, NUM_ENVS,
-# BENCH_SECONDS, BENCH_ROUNDS change the bench. Results in $OUT: summary.txt, env.txt, contract_genesis.log
-# (+ .xml), bench_genesis.log. Exits 1 if any step fails.
+# BENCH_SECONDS, BENCH_ROUNDS, TRAIN_* and the *_LIMIT step timeouts are in gpu/lib.sh. Results in $OUT:
+# summary.txt, and per step <step>_genesis.log and .json (train also policy_genesis.pt2). Exits 1 if any
+# step fails.
 # CPU rehearsal (no carry sets, device cpu, tiny counts): UNIENV_GPU_REHEARSAL=1 bash gpu/genesis_check.sh all
+: "${BENCH_LIMIT:=330}" # three scene builds per row, each a few seconds at 65536 envs
 source "$(dirname "$0")/lib.sh"
-MODE="${1:-all}"
-case "$MODE" in
-  contract | bench | all) ;;
-  *) die "usage: bash gpu/genesis_check.sh [contract|bench|all]" ;;
-esac
+modes "contract bench train" "$@"
 
 carry genesis .devcarry/genesis
 carry base .devcarry/base
-ensure_pytest
+wants contract && wheels pytest pytest
+wants train && wheels rsl_rl rsl_rl
 install_unienv
 record_env
 
-if [ "$MODE" != bench ]; then
-  default_k="genesis"
-  [ "$REHEARSAL" = 1 ] && default_k="genesis and test_lifecycle"
-  step contract_genesis "$(share 300)" "${PYTEST[@]}" tests/contract -k "${CONTRACT_K:-$default_k}" \
-    --junitxml="$OUT/contract_genesis.xml"
-fi
-if [ "$MODE" != contract ]; then
-  # the ant's portable observation: Genesis has no MuJoCo cfrc_ext (the mj_fields capability)
-  ant=()
-  [[ " $TASKS " == *" ant "* || "$TASKS" == all ]] && ant=(--task-option include_cfrc_ext_in_observation=false)
-  # shellcheck disable=SC2086
-  step bench_genesis "$(share 240)" "${BENCH[@]}" --backend genesis --task $TASKS --num-envs $NUM_ENVS "${ant[@]}"
-fi
+for mode in "${MODES[@]}"; do
+  case "$mode" in
+    contract)
+      default_k="genesis"
+      [ "$REHEARSAL" = 1 ] && default_k="genesis and test_lifecycle"
+      contract genesis tests/contract -k "${CONTRACT_K:-$default_k}"
+      ;;
+    bench)
+      # the ant's portable observation: Genesis has no MuJoCo cfrc_ext (the mj_fields capability)
+      ant=()
+      [[ " $TASKS " == *" ant "* || "$TASKS" == all ]] && ant=(--task-option include_cfrc_ext_in_observation=false)
+      bench genesis --backend genesis "${ant[@]}"
+      ;;
+    train) train genesis ;;
+  esac
+done
 finish

@@ -11,35 +11,75 @@
 #
 # Each step logs to $OUT/<step>.log and appends its exit status to $OUT/summary.txt; a failed step is
 # recorded and the script goes on to the next, then `finish` exits 1. A failed install stops at once.
+# What a call leaves in $OUT stays within what the device tool brings back (8 files, no deep folders):
+# summary.txt (the environment first), then per step a .log and a .json (and the policy file for
+# training); scratch (pytest's XML, Hydra's run dir) goes to $WORK.
 
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO" || exit 1
 OUT="${OUT:-/tmp/unienv_out}"
-mkdir -p "$OUT"
 PY="${PY:-python3}"
 UNIENV_SITE="${UNIENV_SITE:-/tmp/unienv_site}"
+WORK="${UNIENV_WORK:-$(dirname "$UNIENV_SITE")/unienv_work}"
+mkdir -p "$OUT" "$WORK"
 REHEARSAL="${UNIENV_GPU_REHEARSAL:-0}"
 FAILED=()
 
-# what the checks run: the GPU defaults, or the rehearsal's tiny ones; each can be overridden
+# what the steps run: the GPU defaults, or the rehearsal's tiny ones; each can be overridden
 if [ "$REHEARSAL" = 1 ]; then
   DEVICE=cpu
   NUM_ENVS="${NUM_ENVS:-2}"
   BENCH_SECONDS="${BENCH_SECONDS:-0.05}"
   BENCH_ROUNDS="${BENCH_ROUNDS:-1}"
+  TRAIN_ENVS="${TRAIN_ENVS:-4}"
+  TRAIN_SECONDS="${TRAIN_SECONDS:-1}" # stops on the budget after an iteration or two, as on the card
+  TRAIN_EVAL_STEPS="${TRAIN_EVAL_STEPS:-20}"
 else
   DEVICE=cuda
-  NUM_ENVS="${NUM_ENVS:-4096 16384}"
-  BENCH_SECONDS="${BENCH_SECONDS:-1}"
+  NUM_ENVS="${NUM_ENVS:-4096 16384 65536}"
+  BENCH_SECONDS="${BENCH_SECONDS:-0.5}"
   BENCH_ROUNDS="${BENCH_ROUNDS:-2}"
+  TRAIN_ENVS="${TRAIN_ENVS:-4096}"
+  TRAIN_SECONDS="${TRAIN_SECONDS:-150}"
+  TRAIN_EVAL_STEPS="${TRAIN_EVAL_STEPS:-null}" # null: one episode length
 fi
 TASKS="${TASKS:-cartpole ant}"
-export UNIENV_TEST_DEVICE="$DEVICE" PYTHONUNBUFFERED=1
+TRAIN_TASK="${TRAIN_TASK:-quadruped}"
+TRAIN_ITERATIONS="${TRAIN_ITERATIONS:-2000}" # a cap; the time budget ends training first
+# each step's time limit (seconds): a call runs at most 600 s, so steps sharing a call must fit in it
+CONTRACT_LIMIT="${CONTRACT_LIMIT:-300}"
+BENCH_LIMIT="${BENCH_LIMIT:-240}"
+TRAIN_LIMIT="${TRAIN_LIMIT:-$((TRAIN_SECONDS + 150))}" # + kernel compile, evaluation, export
+# GitPython (rsl_rl's logger imports it) refuses to import where no git executable is found
+export UNIENV_TEST_DEVICE="$DEVICE" PYTHONUNBUFFERED=1 GIT_PYTHON_REFRESH=quiet
 
 die() {
   echo "FAILED: $*" | tee -a "$OUT/summary.txt" >&2
   exit 1
+}
+
+# modes ALLOWED ARGS...: the script's modes, in the order asked, into MODES (`all`, the default: every
+# allowed mode but stage)
+modes() {
+  local allowed=" $1 " mode
+  shift
+  MODES=()
+  [ $# -gt 0 ] || set -- all
+  for mode in "$@"; do
+    if [ "$mode" = all ]; then
+      for mode in $allowed; do [ "$mode" = stage ] || MODES+=("$mode"); done
+    elif [[ "$allowed" == *" $mode "* ]]; then
+      MODES+=("$mode")
+    else
+      die "unknown mode '$mode'; expected some of:$allowed(or all)"
+    fi
+  done
+}
+
+# wants MODE: whether MODE was asked for
+wants() {
+  [[ " ${MODES[*]} " == *" $1 "* ]]
 }
 
 # carry SET DIR: install a carry set (once per warm machine), then take its environment
@@ -50,13 +90,16 @@ carry() {
   source "/tmp/site/$1_env.sh"
 }
 
-# pytest, from .devcarry/pytest when the machine lacks it
-ensure_pytest() {
-  "$PY" -c "import pytest" 2> /dev/null && return 0
-  [ -d .devcarry/pytest ] || die "no pytest here: carry .devcarry/pytest (pip download pytest pluggy iniconfig)"
-  "$PY" -m pip install -q --no-index --no-deps --target /tmp/site/pytest .devcarry/pytest/*.whl \
-    || die "pytest did not install"
-  export PYTHONPATH="/tmp/site/pytest${PYTHONPATH:+:$PYTHONPATH}"
+# wheels NAME MODULE: MODULE importable, else the wheels in .devcarry/NAME installed into /tmp/site/NAME
+# (once per warm machine: a later call finds them there without carrying them again)
+wheels() {
+  if ! "$PY" -c "import $2" 2> /dev/null && [ ! -d "/tmp/site/$1" ]; then
+    [ -d ".devcarry/$1" ] || die "no $2 here: carry .devcarry/$1 (see the script's header)"
+    "$PY" -m pip install -q --no-index --no-deps --target "/tmp/site/$1" ".devcarry/$1"/*.whl \
+      || die "the $1 wheels did not install"
+  fi
+  [ -d "/tmp/site/$1" ] && export PYTHONPATH="/tmp/site/$1${PYTHONPATH:+:$PYTHONPATH}"
+  return 0
 }
 
 # unienv, non-editable, into $UNIENV_SITE; checks that Python imports that copy, unienv.tasks included
@@ -70,7 +113,7 @@ install_unienv() {
   rm -rf "$src"
   export PYTHONPATH="$UNIENV_SITE${PYTHONPATH:+:$PYTHONPATH}"
   if [ "$REHEARSAL" = 1 ]; then
-    local hide="$OUT/.no_editable"
+    local hide="$WORK/no_editable"
     mkdir -p "$hide"
     cat > "$hide/sitecustomize.py" << 'EOF'
 import sys  # rehearsal: drop the import hook of an editable unienv install, as on the GPU machine
@@ -78,7 +121,7 @@ sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "")
 EOF
     export PYTHONPATH="$hide:$PYTHONPATH"
   fi
-  "$PY" -P -c "$IMPORT_CHECK" "$UNIENV_SITE" | tee -a "$OUT/env.txt"
+  "$PY" -P -c "$IMPORT_CHECK" "$UNIENV_SITE" | tee -a "$OUT/summary.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || die "the installed unienv does not import"
 }
 IMPORT_CHECK='import sys, unienv, unienv.tasks, unienv.backends, unienv.bench
@@ -92,7 +135,7 @@ import pytest
 sys.exit(pytest.main(sys.argv[2:]))" "$UNIENV_SITE" -q -p no:cacheprovider -rfE)
 BENCH=("$PY" -P -m unienv.bench --device "$DEVICE" --seconds "$BENCH_SECONDS" --rounds "$BENCH_ROUNDS")
 
-# record_env: date, GPU and package versions, into $OUT/env.txt
+# record_env: date, GPU and package versions, at the top of $OUT/summary.txt
 record_env() {
   {
     date -u +"%Y-%m-%dT%H:%M:%SZ"
@@ -100,7 +143,7 @@ record_env() {
     "$PY" -P -c 'import importlib.metadata as m, sys, torch
 names = ["torch", "mujoco", "genesis-world", "warp-lang", "mujoco-warp", "gymnasium", "rsl-rl-lib"]
 print(sys.version.split()[0], "cuda", torch.cuda.is_available(), *(f"{n} {m.version(n)}" for n in names if n in {d.metadata["Name"] for d in m.distributions()}))'
-  } 2>&1 | tee -a "$OUT/env.txt"
+  } 2>&1 | tee -a "$OUT/summary.txt"
   [ "$REHEARSAL" = 1 ] || "$PY" -c "import torch; assert torch.cuda.is_available(), 'torch sees no CUDA device'" \
     || die "no CUDA on this machine"
 }
@@ -117,9 +160,79 @@ step() {
   [ "$status" = 0 ] || FAILED+=("$name")
 }
 
-# share SECONDS: a step's time limit; in `all` mode two steps share one call (at most 600 s on the device)
-share() {
-  if [ "${MODE:-all}" = all ]; then echo "$1"; else echo 540; fi
+# report NAME PYTHON ARGS...: a step's figures from its files, into summary.txt; failing it fails NAME
+report() {
+  local name=$1
+  shift
+  "$PY" -P - "$@" 2>&1 | tee -a "$OUT/summary.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || [[ " ${FAILED[*]} " == *" $name "* ]] || FAILED+=("$name")
+}
+
+# contract ENGINE PYTEST_ARGS...: the tests on $DEVICE; counts and the head of each failure in contract_ENGINE.json
+contract() {
+  local name="contract_$1"
+  shift
+  step "$name" "$CONTRACT_LIMIT" "${PYTEST[@]}" "$@" --junitxml="$WORK/$name.xml"
+  report "$name" "$WORK/$name.xml" "$OUT/$name.json" << 'EOF'
+import json, sys, xml.etree.ElementTree as ET
+xml, out = sys.argv[1:]
+root = ET.parse(xml).getroot()
+counts = {k: sum(int(s.get(k, 0)) for s in root.iter("testsuite")) for k in ("tests", "failures", "errors", "skipped")}
+counts["passed"] = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+failed = []
+for case in root.iter("testcase"):
+    for kind in ("failure", "error"):
+        for e in case.findall(kind):
+            text = f"{e.get('message') or ''}\n{e.text or ''}".strip()
+            failed.append({"test": f"{case.get('classname')}::{case.get('name')}", "kind": kind, "head": text.splitlines()[:15]})
+json.dump({**counts, "failed": failed}, open(out, "w"), indent=1)
+print(f"contract: {counts['passed']} passed, {counts['failures']} failed, {counts['errors']} errors, {counts['skipped']} skipped")
+for f in failed:
+    print(f"  {f['kind']}: {f['test']}: {(f['head'] or [''])[0][:160]}")
+EOF
+}
+
+# bench ENGINE BENCH_ARGS...: python -m unienv.bench on $TASKS x $NUM_ENVS, rows in bench_ENGINE.json
+bench() {
+  local name="bench_$1"
+  shift
+  # shellcheck disable=SC2086
+  step "$name" "$BENCH_LIMIT" "${BENCH[@]}" --task $TASKS --num-envs $NUM_ENVS --json "$OUT/$name.json" "$@"
+  report "$name" "$OUT/$name.json" << 'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+for r in rows:
+    graph = f", graph/eager {r['graph_eager_ratio']:.2f}" if "graph_eager_ratio" in r else ""
+    print(f"  {r['task']} x{r['num_envs']} on {r['device']}: env {r['env_sps']:,.0f} steps/s, env/raw {r['env_ratio']:.1%}{graph}")
+sys.exit(0 if rows else "bench: no rows")
+EOF
+}
+
+# train ENGINE [HYDRA_OVERRIDES...]: train.py (rsl_rl PPO) on $TRAIN_TASK for $TRAIN_SECONDS; its curve,
+# summary and evaluation in train_ENGINE.json, the policy in policy_ENGINE.pt2
+train() {
+  local engine=$1 name="train_$1"
+  shift
+  step "$name" "$TRAIN_LIMIT" "$PY" -P train.py "train=ppo_$TRAIN_TASK" "backend=$engine" "device=$DEVICE" \
+    "num_envs=$TRAIN_ENVS" "train.iterations=$TRAIN_ITERATIONS" "train.max_seconds=$TRAIN_SECONDS" \
+    "train.eval_steps=$TRAIN_EVAL_STEPS" "train.policy_path=$OUT/policy_$engine.pt2" \
+    "train.metrics_path=$OUT/$name.json" "hydra.run.dir=$WORK/$name" "$@"
+  sed -i 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log"
+  report "$name" "$OUT/$name.json" "$OUT/policy_$engine.pt2" << 'EOF'
+import json, os, statistics, sys
+m = json.load(open(sys.argv[1]))
+curve, s, e = m["curve"], m.get("summary"), m.get("eval") or {}
+if not curve or s is None or not os.path.exists(sys.argv[2]):
+    sys.exit(f"train: incomplete ({len(curve)} iterations logged, summary {s is not None}, policy {os.path.exists(sys.argv[2])})")
+returns = [r["mean_return"] for r in curve if r["mean_return"] is not None]
+k = max(1, min(5, len(returns) // 10))
+print(f"train: {m['task']} on {m['backend']} x{m['num_envs']}: {s['iterations']} iterations ({s['stopped_by']}), "
+      f"{s['env_steps']:,} env steps in {s['train_seconds']:.0f} s, {s['steps_per_s']:,.0f} steps/s; "
+      f"collection {statistics.median(r['collect_steps_per_s'] for r in curve):,.0f} steps/s (median)")
+print(f"  return (last 100 episodes): first {[round(r, 2) for r in returns[:k]]}, last {[round(r, 2) for r in returns[-k:]]}")
+errors = {k: e[k] for k in ("lin_vel_error", "yaw_rate_error") if k in e}
+print(f"  eval: {e.get('episodes')} episodes, return {e.get('return_mean')}, length {e.get('length_mean')}, {errors}")
+EOF
 }
 
 # finish: exit 1 if any step failed

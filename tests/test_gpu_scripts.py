@@ -1,18 +1,25 @@
 """The gpu/*.sh scripts, rehearsed on the CPU (UNIENV_GPU_REHEARSAL=1), so that an install or import
-error shows here, not on the GPU machine.
+error shows here, not on the GPU machine; and the parts of the bench and train.py that the GPU run
+reads back (their JSON).
 
 A rehearsal does what the GPU run does, minus the carry sets and the GPU: it installs unienv
 non-editable into a temporary directory (pip --target from a copy of the checkout), hides this
-machine's editable install, runs one contract test and a tiny bench (or two training iterations)
+machine's editable install, runs one contract test, a tiny bench, or training on a 1 s budget
 through that install from the repository root with `python -P`, and exits non-zero if any step fails.
 """
 
+import dataclasses
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+import unienv
+from unienv import bench
+from unienv.backends.mujoco import MujocoBackend
 
 from .contract.conftest import MJWARP_DEVICE
 
@@ -20,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def rehearse(script, *args, tmp_path, **env):
-    """Run gpu/<script> in rehearsal mode; its output, and $OUT's summary.txt and env.txt."""
+    """Run gpu/<script> in rehearsal mode; its outcome, $OUT's summary.txt and where unienv was installed."""
     out, site = tmp_path / "out", tmp_path / "site"
     done = subprocess.run(
         ["bash", os.path.join(ROOT, "gpu", script), *args],
@@ -38,50 +45,122 @@ def rehearse(script, *args, tmp_path, **env):
         timeout=600,
     )
 
-    def read(name):
-        return (out / name).read_text() if (out / name).exists() else ""
-
-    return done, read("summary.txt"), read("env.txt"), str(site)
+    summary = out / "summary.txt"
+    return done, summary.read_text() if summary.exists() else "", str(site)
 
 
-def check_passed(done, summary, env, site, steps):
+def check_passed(done, summary, site, steps):
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert f"unienv from {site}" in env  # the installed copy ran, not the checkout
+    assert f"unienv from {site}" in summary  # the installed copy ran, not the checkout
     for step in steps:
         assert f"{step}: exit 0" in summary, summary
+
+
+BENCH_KEYS = {"task", "backend", "device", "num_envs", "raw_sps", "backend_sps", "env_sps", "backend_ratio"}
+BENCH_KEYS |= {"env_ratio", "backend_overhead_us", "env_overhead_us", "cuda_graph"}
+EAGER_KEYS = {"env_eager_sps", "env_eager_ratio", "env_eager_overhead_us", "graph_eager_ratio"}
+
+
+def check_bench_json(path, tasks, num_envs):
+    rows = json.loads(path.read_text())["rows"]
+    assert [(r["task"], r["num_envs"]) for r in rows] == [(t, n) for t in tasks for n in num_envs]
+    for r in rows:
+        assert set(r) >= BENCH_KEYS and r["env_sps"] > 0 and r["device"] == "cpu", r
+        assert not EAGER_KEYS & set(r)  # no CUDA graph on the CPU: no eager column
+
+
+def check_training(out, engine):
+    metrics = json.loads((out / f"train_{engine}.json").read_text())
+    curve, summary, evaluation = metrics["curve"], metrics["summary"], metrics["eval"]
+    assert metrics["task"] == "quadruped" and metrics["backend"] == engine
+    assert summary["stopped_by"] == "max_seconds" and summary["iterations"] == len(curve) >= 1
+    assert [r["iteration"] for r in curve] == list(range(1, len(curve) + 1))
+    assert all(r["steps_per_s"] > 0 and r["collect_steps_per_s"] > 0 for r in curve)
+    assert 0 < evaluation["lin_vel_error"] < 10 and 0 < evaluation["yaw_rate_error"] < 10
+    assert (out / f"policy_{engine}.pt2").stat().st_size > 0
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(MJWARP_DEVICE != "cpu", reason="rehearses on Warp's CPU device, which is not here")
 def test_mjwarp_check_rehearsal(tmp_path):
-    done, summary, env, site = rehearse("mjwarp_check.sh", "all", tmp_path=tmp_path, TASKS="cartpole")
-    check_passed(done, summary, env, site, ["contract_mjwarp", "bench_mjwarp"])
-    assert "1 passed" in (tmp_path / "out" / "contract_mjwarp.log").read_text()
+    done, summary, site = rehearse(
+        "mjwarp_check.sh", "contract", "bench", tmp_path=tmp_path, TASKS="cartpole"
+    )
+    check_passed(done, summary, site, ["contract_mjwarp", "bench_mjwarp"])
+    out = tmp_path / "out"
+    assert json.loads((out / "contract_mjwarp.json").read_text())["passed"] == 1
+    check_bench_json(out / "bench_mjwarp.json", ["cartpole"], [2])
+    assert "does not apply" in (out / "bench_mjwarp.log").read_text()  # no CUDA graph on the CPU
+
+
+@pytest.mark.skipif(MJWARP_DEVICE != "cpu", reason="rehearses on Warp's CPU device, which is not here")
+@pytest.mark.skipif(not importlib.util.find_spec("rsl_rl"), reason="rsl_rl is not installed")
+def test_train_rehearsal(tmp_path):
+    """The quadruped on mjwarp for a 1 s budget: the curve, summary, evaluation and policy come back."""
+    done, summary, site = rehearse("mjwarp_check.sh", "train", tmp_path=tmp_path)
+    check_passed(done, summary, site, ["train_mjwarp"])
+    check_training(tmp_path / "out", "mjwarp")
+    assert len(os.listdir(tmp_path / "out")) <= 8  # what the device tool brings back from a call
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not importlib.util.find_spec("genesis"), reason="genesis-world is not installed")
 def test_genesis_check_rehearsal(tmp_path):
-    done, summary, env, site = rehearse("genesis_check.sh", "all", tmp_path=tmp_path, TASKS="cartpole")
-    check_passed(done, summary, env, site, ["contract_genesis", "bench_genesis"])
-    assert "1 passed" in (tmp_path / "out" / "contract_genesis.log").read_text()
+    """contract and bench (its train mode is the same lib.sh step as mjwarp's, rehearsed above)."""
+    done, summary, site = rehearse(
+        "genesis_check.sh", "contract", "bench", tmp_path=tmp_path, TASKS="cartpole"
+    )
+    check_passed(done, summary, site, ["contract_genesis", "bench_genesis"])
+    out = tmp_path / "out"
+    assert json.loads((out / "contract_genesis.json").read_text())["passed"] == 1
+    check_bench_json(out / "bench_genesis.json", ["cartpole"], [2])
 
 
-@pytest.mark.skipif(not importlib.util.find_spec("rsl_rl"), reason="rsl_rl is not installed")
-def test_train_rehearsal(tmp_path):
-    done, summary, env, site = rehearse("train_ant.sh", tmp_path=tmp_path, BACKEND="mujoco")
-    check_passed(done, summary, env, site, ["train"])
-    assert "iterations logged: 2" in summary
+def test_bench_json_holds_every_row(tmp_path):
+    path = tmp_path / "bench.json"
+    args = ["--task", "cartpole", "reacher", "--num-envs", "1", "2", "--seconds", "0.02", "--rounds", "1"]
+    rows = bench.main([*args, "--json", str(path)])
+    data = json.loads(path.read_text())
+    assert data["rows"] == rows and data["skipped"] == [] and data["meta"]["backend"] == "mujoco"
+    check_bench_json(path, ["cartpole", "reacher"], [1, 2])
+
+
+def test_bench_times_the_eager_env_step_where_the_backend_can_replay_a_graph(tmp_path, monkeypatch, capsys):
+    """The GPU-only branch, on the CPU: a mujoco backend that claims the CUDA-graph capability (its env
+    built with cuda_graph=False, as nothing can be captured here) gets the eager column and the ratio,
+    and the table says the capture did not happen."""
+    capabilities = MujocoBackend.get_capabilities
+    monkeypatch.setattr(
+        MujocoBackend,
+        "get_capabilities",
+        lambda self: dataclasses.replace(capabilities(self), cuda_graph=True),
+    )
+    make = unienv.make
+    monkeypatch.setattr(bench.unienv, "make", lambda *a, **kw: make(*a, **{"cuda_graph": False, **kw}))
+    path = tmp_path / "bench.json"
+    rows = bench.main(
+        ["--task", "cartpole", "--num-envs", "2", "--seconds", "0.02", "--rounds", "1", "--json", str(path)]
+    )
+    (row,) = json.loads(path.read_text())["rows"]
+    assert row == rows[0] and set(row) >= BENCH_KEYS | EAGER_KEYS and row["cuda_graph"] is False
+    assert row["graph_eager_ratio"] == pytest.approx(row["env_sps"] / row["env_eager_sps"])
+    out = capsys.readouterr().out
+    assert "graph/eager" in out and "capture failed" in out and "does not apply" not in out
 
 
 @pytest.mark.parametrize(
-    "mode, env, failed",
+    "modes, env, failed",
     [
-        ("bench", {"TASKS": "no_such_task"}, "bench_mjwarp: exit 2"),  # the bench refuses the name
-        ("contract", {"CONTRACT_K": "no_such_test"}, "contract_mjwarp: exit 5"),  # pytest selects nothing
+        (["bench"], {"TASKS": "no_such_task"}, "bench_mjwarp: exit 2"),  # the bench refuses the name
+        (["contract"], {"CONTRACT_K": "no_such_test"}, "contract_mjwarp: exit 5"),  # pytest selects nothing
+        # a failed step does not stop the next; train.py finds no preset train/ppo_no_such_task
+        (["bench", "train"], {"TRAIN_TASK": "no_such_task", "TASKS": "no_such_task"}, "bench_mjwarp: exit 2"),
+        (["nonsense"], {}, "unknown mode 'nonsense'"),
     ],
 )
-def test_a_failing_step_fails_the_script(tmp_path, mode, env, failed):
-    done, summary, _, _ = rehearse("mjwarp_check.sh", mode, tmp_path=tmp_path, **env)
+def test_a_failing_step_fails_the_script(tmp_path, modes, env, failed):
+    done, summary, _ = rehearse("mjwarp_check.sh", *modes, tmp_path=tmp_path, **env)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
-    assert failed in summary and "FAILED steps" in summary, summary
+    assert failed in summary and "FAILED" in summary, summary
+    if modes == ["bench", "train"]:
+        assert "train_mjwarp: exit 1" in summary and "FAILED steps: bench_mjwarp train_mjwarp" in summary

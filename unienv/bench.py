@@ -3,13 +3,17 @@
     python -m unienv.bench --task ant --backend mujoco --num-envs 1 64 256 1024
     python -m unienv.bench --task cartpole ant --backend mjwarp --num-envs 4096 16384
     python -m unienv.bench --task all --backend genesis   # every task the backend runs
+    python -m unienv.bench --backend mjwarp --device cuda --json bench.json   # rows as JSON too
 
-For each task and num_envs it times three loops on the same model, interleaved
+For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
 
-  raw      the engine alone: write ctrl, step `decimation` times, read qpos/qvel
-  backend  unienv's backend: step_tensor(ctrl, decimation) and its state views
-  env      unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
+  raw        the engine alone: write ctrl, step `decimation` times, read qpos/qvel
+  backend    unienv's backend: step_tensor(ctrl, decimation) and its state views
+  env        unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
+  env eager  the same env with cuda_graph=False, where the backend can replay the
+             env step as one CUDA graph (Capabilities.cuda_graph: mjwarp on CUDA);
+             `env` is then the graph replay, and graph/eager compares the two
 
 and prints, one table per task, env-steps/s, the ratios to raw, and the time the
 backend and the env add to each call (one batched env step) over raw, in µs.
@@ -17,13 +21,17 @@ The raw loops do what a user's own loop would do, and no more (no extra
 synchronisation); the timer waits for queued GPU work once per round. A task the
 backend refuses at construction is skipped with the reason. torch runs on one
 CPU thread by default: the engine's thread pool already uses every core, and
-torch's own pool competing with it costs the env up to 20%.
+torch's own pool competing with it costs the env up to 20%. `--json PATH`
+writes every row (and every skipped task) to PATH, rewritten after each row, so
+a run cut short keeps what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import inspect
+import json
 import os
 import time
 from collections.abc import Callable
@@ -143,10 +151,23 @@ def measure(
     rounds: int,
     task_options: dict,
 ) -> dict:
+    """One row: env-steps/s of each loop (best round), the ratios to raw and the µs added per call."""
+
+    def make_env(**options):
+        return unienv.make(
+            task,
+            backend=backend,
+            num_envs=num_envs,
+            device=device,
+            seed=0,
+            task_options=task_options,
+            **options,
+        )
+
     # the env first: a backend that refuses the task does so here, before anything is built
-    env = unienv.make(
-        task, backend=backend, num_envs=num_envs, device=device, seed=0, task_options=task_options
-    )
+    env = make_env()
+    graph = env.backend.get_capabilities().cuda_graph  # the env step is replayed as one CUDA graph
+    eager = make_env(cuda_graph=False) if graph else None
     the_task = task_class(task)(**task_options)
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
@@ -162,30 +183,43 @@ def measure(
         sim.step_tensor(ctrl, the_task.decimation)
         views["qpos"], views["qvel"]
 
-    env.reset()
     shape = (num_envs, *env.single_action_space.shape)
     actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
+    loops = {"raw": raw, "backend": backend_step}
+    for name, e in (("env", env), ("env_eager", eager)):
+        if e is not None:
+            e.reset()
+            for _ in range(3):  # warm-up: the graph is captured after two eager steps
+                e.step(actions)
+            loops[name] = lambda e=e: e.step(actions)
 
-    def env_step() -> None:
-        env.step(actions)
-
-    best = {"raw": 0.0, "backend": 0.0, "env": 0.0}
-    loops = {"raw": raw, "backend": backend_step, "env": env_step}
+    best = dict.fromkeys(loops, 0.0)
     for _ in range(rounds):
         for name, loop in loops.items():
             best[name] = max(best[name], _rate(loop, seconds, sim.device))
-    sim.close()
-    env.close()
+    captured = graph and getattr(env, "_graph", None) is not None  # False if the capture failed
+    for e in (sim, env, eager):
+        if e is not None:
+            e.close()
     calls = best
-    return {
+    row = {
         "task": task,
+        "backend": backend,
+        "device": str(sim.device),
         "num_envs": num_envs,
+        "task_options": task_options,
         **{f"{k}_sps": v * num_envs for k, v in calls.items()},
         "backend_ratio": calls["backend"] / calls["raw"],
         "env_ratio": calls["env"] / calls["raw"],
         "backend_overhead_us": 1e6 * (1 / calls["backend"] - 1 / calls["raw"]),
         "env_overhead_us": 1e6 * (1 / calls["env"] - 1 / calls["raw"]),
+        "cuda_graph": captured,  # whether `env` ran as a graph replay
     }
+    if eager is not None:
+        row["env_eager_ratio"] = calls["env_eager"] / calls["raw"]
+        row["env_eager_overhead_us"] = 1e6 * (1 / calls["env_eager"] - 1 / calls["raw"])
+        row["graph_eager_ratio"] = calls["env"] / calls["env_eager"]
+    return row
 
 
 def _refusal(error: Exception) -> bool:
@@ -200,6 +234,26 @@ HEADER = (
     f"{'num_envs':>8} {'raw steps/s':>12} {'backend':>12} {'env':>12} {'backend/raw':>11} {'env/raw':>8} "
     f"{'backend +us':>11} {'env +us':>9}"
 )
+EAGER_HEADER = f" {'env eager':>12} {'eager/raw':>9} {'graph/eager':>11}"
+
+
+def _line(r: dict) -> str:
+    """A row of the table: the eager columns where the env step runs as a CUDA graph."""
+    line = (
+        f"{r['num_envs']:>8} {r['raw_sps']:>12,.0f} {r['backend_sps']:>12,.0f} {r['env_sps']:>12,.0f} "
+        f"{r['backend_ratio']:>11.1%} {r['env_ratio']:>8.1%} "
+        f"{r['backend_overhead_us']:>11.1f} {r['env_overhead_us']:>9.1f}"
+    )
+    if "env_eager_sps" in r:
+        line += f" {r['env_eager_sps']:>12,.0f} {r['env_eager_ratio']:>9.1%} {r['graph_eager_ratio']:>11.2f}"
+    return line
+
+
+def _write_json(path: str, meta: dict, rows: list[dict], skipped: list[dict]) -> None:
+    """The run's rows as JSON, replaced whole (a reader never sees half a file)."""
+    with open(path + ".tmp", "w") as f:
+        json.dump({"meta": meta, "rows": rows, "skipped": skipped}, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -226,6 +280,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         help="a task constructor option, YAML-typed (e.g. include_cfrc_ext_in_observation=false); "
         "it goes to every selected task whose constructor takes it",
     )
+    parser.add_argument("--json", metavar="PATH", help="also write every row to PATH as JSON")
     args = parser.parse_args(argv)
     tasks = list(TASKS) if args.task == ["all"] else args.task
     unknown = [t for t in tasks if t not in TASKS]
@@ -244,12 +299,23 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if min(args.num_envs) < 1:
         parser.error(f"--num-envs: expected positive counts, got {args.num_envs}")
     torch.set_num_threads(args.torch_threads)
-    card = f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""
+    card = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": args.backend,
+        "device": args.device,
+        "gpu": card,
+        "cpu_threads": len(os.sched_getaffinity(0)),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+    }
     print(
-        f"{args.backend}: {len(os.sched_getaffinity(0))} CPU threads{card}, "
-        f"torch {torch.__version__} on {torch.get_num_threads()} thread(s)"
+        f"{args.backend}: {meta['cpu_threads']} CPU threads{f', {card}' if card else ''}, "
+        f"torch {torch.__version__} on {meta['torch_threads']} thread(s)"
     )
-    rows = []
+    rows, skipped = [], []
     for task in tasks:
         options = {k: v for k, v in task_options.items() if k in takes[task]}
         print(f"\n{task}" + "".join(f" {k}={v}" for k, v in options.items()), flush=True)
@@ -257,18 +323,25 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for n in args.num_envs:
                 r = measure(task, args.backend, n, args.device, args.seconds, args.rounds, options)
                 if n == args.num_envs[0]:
-                    print(HEADER)
+                    if "env_eager_sps" not in r:
+                        print(
+                            f"(one-graph env step: does not apply, {args.backend} on {r['device']} "
+                            "cannot replay a CUDA graph; env is the eager step)"
+                        )
+                    print(HEADER + (EAGER_HEADER if "env_eager_sps" in r else ""))
                 rows.append(r)
-                print(
-                    f"{n:>8} {r['raw_sps']:>12,.0f} {r['backend_sps']:>12,.0f} {r['env_sps']:>12,.0f} "
-                    f"{r['backend_ratio']:>11.1%} {r['env_ratio']:>8.1%} "
-                    f"{r['backend_overhead_us']:>11.1f} {r['env_overhead_us']:>9.1f}",
-                    flush=True,
-                )
+                print(_line(r), flush=True)
+                if "env_eager_sps" in r and not r["cuda_graph"]:
+                    print("  (the CUDA graph capture failed, see the warning: env ran eagerly)", flush=True)
+                if args.json:
+                    _write_json(args.json, meta, rows, skipped)
         except Exception as e:
             if not _refusal(e):
                 raise
             print(f"skipped: the {args.backend} backend refuses {task}: {e}", flush=True)
+            skipped.append({"task": task, "reason": str(e)})
+    if args.json:
+        _write_json(args.json, meta, rows, skipped)
     return rows
 
 

@@ -81,9 +81,11 @@ def rollout(
     *,
     seed: int | None = None,
     on_frame: Callable[[tuple[np.ndarray, ...]], None] | None = None,
+    on_step: Callable[[torch.Tensor, dict], None] | None = None,
     progress: bool = True,
 ) -> RolloutStats:
-    """Step env `steps` times under policy (SAME_STEP autoreset); frames go to on_frame."""
+    """Step env `steps` times under policy (SAME_STEP autoreset); frames go to on_frame, and
+    each step's observation and info to on_step (e.g. to measure something along the way)."""
     stats = RolloutStats()
     obs, _ = env.reset(seed=seed)
     if on_frame is not None:
@@ -91,6 +93,8 @@ def rollout(
     for _ in tqdm(range(steps), desc=f"{env.task.name} x{env.num_envs}", disable=not progress, unit="step"):
         obs, _, terminated, _, info = env.step(policy(obs))
         stats.steps += 1
+        if on_step is not None:
+            on_step(obs, info)
         if "final_info" in info:
             done = info["_final_info"].cpu().numpy()
             episode = info["final_info"]["episode"]
