@@ -22,11 +22,14 @@ and are fresh tensors.
 
 Freshness: a step leaves MuJoCo's derived quantities of its last substep, as
 `mj_step` does. The first derived read after a step or a DR write (body views,
-sensors, contact forces, Jacobians, MuJoCo fields) runs one `mjw.forward` plus
+sensors, Jacobians, MuJoCo fields) runs one `mjw.forward` plus
 `rne_postconstraint` over all worlds (one more graph), so they describe the
-current state, accelerations and contact forces included (the `mujoco`
-backend keeps the last substep's for those). Between two reads a held sensor
-view shows what the last substep computed. A forward writes no state: the
+current state. Contact forces are the last substep's, as the contract says
+and as on the mujoco backend: every substep computes cfrc_ext
+(`opt.run_rne_postconstraint`), and reading them runs no forward, unless the
+last step had a wrench on (cfrc_ext would include it) or a forward has run
+since (then those at the current state). Between two reads a held sensor view
+shows what the last substep computed. A forward writes no state: the
 trajectory does not depend on what was read.
 
 set_state_tensor resets the selected worlds (`mjw.reset_data` with a world
@@ -175,6 +178,9 @@ class MjwarpBackend(SimBackend):
                 self._m = _.put_model(self.model)
             except NotImplementedError as e:
                 raise CapabilityError(f"scene: mujoco_warp cannot simulate {self.scene}: {e}") from e
+        # every substep computes cfrc_ext, as the mujoco backend's hidden sensor makes MuJoCo do:
+        # contact forces are then the last substep's, with no extra forward per env step
+        self._m.opt.run_rne_postconstraint = True
 
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
@@ -231,6 +237,7 @@ class MjwarpBackend(SimBackend):
         self._fresh = True  # derived quantities describe the current state
         self._const_stale = False  # a DR write changed what mjw.set_const derives from
         self._wrench_pending = False
+        self._pushed = False  # the last step ran with a wrench on
         self._stepped = False  # a step ran since the last pop_diverged
         self._stream = None
         self._torch_streams: dict[int, Any] = {}  # torch stream handle -> its Warp stream
@@ -321,6 +328,7 @@ class MjwarpBackend(SimBackend):
         self._run(("step", nsteps), self._steps(nsteps))
         self._fresh = False
         self._stepped = True
+        self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._out["xfrc_applied"].zero_()
             self._wrench_pending = False
@@ -370,7 +378,10 @@ class MjwarpBackend(SimBackend):
         return self._out["sensordata"][:, adr : adr + dim]
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
-        self._refresh()  # after a step the applied wrench is cleared: cfrc_ext is contact only
+        # the last substep's, as the step left them (no forward), unless that substep had a
+        # wrench on, which cfrc_ext includes: then those at the state, without it
+        if self._pushed:
+            self._refresh()
         return self._out["cfrc_ext"][:, torch.as_tensor(body_ids, device=self.device), 3:].clone()
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
