@@ -140,3 +140,49 @@ def test_check_cli_prints_the_table(pinocchio):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "M(q)" in out.stdout and "jacobians" in out.stdout and "FAIL" not in out.stdout
+
+
+SIMPLE_BODIES_WITH_ARMATURE = """
+<mujoco>
+  <worldbody>
+    <body name="slider" pos="0 0 1">
+      <joint name="slide" type="slide" axis="1 0 0" armature="0.3"/>
+      <geom type="box" size=".1 .2 .1" mass="2"/>
+    </body>
+    <body name="ball" pos="1 0 1">
+      <joint type="free" armature="0.05"/>
+      <geom type="sphere" size=".1" mass="1.5"/>
+    </body>
+    <body name="arm" pos="0 1 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" armature="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03" mass="0.4"/>
+      <body name="forearm" pos="0.3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" armature="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 0" size=".03" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_mass_matrix_has_no_armature_on_simple_bodies(tmp_path):
+    """MuJoCo caches a simple body's armature in dof_M0; the rigid-body model drops it too:
+    M equals raw MuJoCo's mj_fullM minus the armature, and RNEA and ABA agree with M."""
+    scene = tmp_path / "simple_bodies.xml"
+    scene.write_text(SIMPLE_BODIES_WITH_ARMATURE)
+    raw = mujoco.MjModel.from_xml_path(str(scene))
+    assert raw.body_simple[1:3].all()  # the slider and the ball are MuJoCo "simple" bodies
+    dyn = MujocoDynamics(scene)
+    qs, vs, accs = random_state(dyn, 4, seed=3)
+    for q, v, a in zip(qs, vs, accs, strict=True):
+        d = mujoco.MjData(raw)
+        d.qpos[:] = q
+        mujoco.mj_forward(raw, d)
+        full = np.zeros((raw.nv, raw.nv))
+        mujoco.mj_fullM(raw, d, full)
+        M = dyn.mass_matrix(q)
+        np.testing.assert_allclose(M, full - np.diag(raw.dof_armature), atol=1e-12)
+        tau = dyn.inverse_dynamics(q, v, a)
+        np.testing.assert_allclose(tau, M @ a + dyn.bias(q, v), atol=1e-10)
+        np.testing.assert_allclose(dyn.forward_dynamics(q, v, tau), a, atol=1e-8)

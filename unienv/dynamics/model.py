@@ -44,8 +44,9 @@ def load_rigid_body_mjmodel(scene: str | os.PathLike) -> Any:
     """Compile `scene` with MuJoCo and remove everything that is not rigid-body dynamics.
 
     Zeroed: dof_armature, dof_damping, dof_frictionloss, jnt_stiffness, body_gravcomp,
-    tendon armature, fluid density and viscosity. Disabled: contacts, constraints (limits,
-    equalities, friction loss), springs, dampers, actuation. Gravity is kept.
+    tendon armature, fluid density and viscosity, and the constants derived from them
+    recomputed (mj_setConst). Disabled: contacts, constraints (limits, equalities, friction
+    loss), springs, dampers, actuation. Gravity is kept.
     """
     import mujoco
 
@@ -72,6 +73,9 @@ def load_rigid_body_mjmodel(scene: str | os.PathLike) -> Any:
         "ACTUATION",
     ):
         m.opt.disableflags |= getattr(bits, f"mjDSBL_{flag}").value
+    # constants derived from the zeroed fields: MuJoCo caches e.g. the armature of "simple"
+    # bodies (a childless slider, a free body with its COM at its origin) in dof_M0
+    mujoco.mj_setConst(m, mujoco.MjData(m))
     return m
 
 
