@@ -642,3 +642,58 @@ def test_pop_diverged_flags_only_the_blown_up_env_once(make_backend):
     b.set_state_tensor(torch.tensor([2]), *healthy)
     b.step_tensor(zeros_ctrl(b))
     assert not b.pop_diverged().any()
+
+
+# ---- DR on MuJoCo's "simple" bodies ----------------------------------------------------
+
+SIMPLE_BODIES = """
+<mujoco>
+  <option timestep="0.005" gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="brick" pos="0 0 1">
+      <freejoint/>
+      <inertial pos="{com}" mass="2" diaginertia=".02 .03 .04"/>
+      <geom type="box" size=".1 .15 .2" contype="0" conaffinity="0"/>
+    </body>
+    <body name="sled" pos="0 1 1">
+      <joint name="rail" type="slide" axis="1 0 0"/>
+      <inertial pos="{com}" mass="1" diaginertia=".01 .01 .01"/>
+      <geom type="box" size=".1 .1 .1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_body_com_write_on_simple_bodies_equals_the_recompiled_model(backend_name, tmp_path):
+    """Bodies whose COM sits at their origin are "simple" to MuJoCo's compiler (a diagonal block
+    of M): moving their COM by DR must give the same motion as compiling the moved COM."""
+    paths = {}
+    for name, com in (("origin", "0 0 0"), ("moved", "0.06 -0.02 0.03")):
+        paths[name] = tmp_path / f"{name}.xml"
+        paths[name].write_text(SIMPLE_BODIES.format(com=com))
+    randomized = create_backend(backend_name, 2, scene=str(paths["origin"]), randomize=["body_com"])
+    compiled = create_backend(backend_name, 2, scene=str(paths["moved"]))
+    try:
+        dtype, dev = randomized.get_capabilities().dtype, randomized.device
+        com = randomized.get_dr_default("body_com").clone()
+        com[1:] = torch.tensor([0.06, -0.02, 0.03], dtype=com.dtype)
+        randomized.set_dr_param("body_com", torch.tensor([0, 1]), com.expand(2, -1, -1).clone())
+        qpos = torch.as_tensor(randomized.info.qpos0, dtype=dtype, device=dev).repeat(2, 1)
+        qvel = torch.zeros(2, randomized.nv, dtype=dtype, device=dev)
+        qvel[:, 3:6] = torch.tensor([1.0, 2.0, 0.5], dtype=dtype)  # the brick tumbles
+        qvel[:, 6] = 0.3  # the sled slides
+        for b in (randomized, compiled):
+            b.set_state_tensor(torch.tensor([0, 1]), qpos.clone(), qvel.clone())
+            b.step_tensor(torch.zeros(2, 0, dtype=dtype, device=dev), 20)
+        tol = 1e-9 if dtype == torch.float64 else 1e-4
+        for key in ("qpos", "qvel"):
+            torch.testing.assert_close(
+                randomized.get_state_views()[key].cpu(),
+                compiled.get_state_views()[key].cpu(),
+                atol=tol,
+                rtol=0,
+            )
+    finally:
+        randomized.close()
+        compiled.close()

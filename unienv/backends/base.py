@@ -202,14 +202,41 @@ class SceneInfo:
         )
 
 
-def load_mjmodel(scene: str | os.PathLike, sim_dt: float) -> Any:
-    """Compile an MJCF file with MuJoCo and set its timestep to sim_dt."""
+def load_mjmodel(scene: str | os.PathLike, sim_dt: float, movable_com: bool = False) -> Any:
+    """Compile an MJCF file with MuJoCo and set its timestep to sim_dt (see compile_spec)."""
     import mujoco
 
     path = os.fspath(scene)
     if not os.path.isfile(path):
         raise ArgumentError(f"scene: no MJCF file at {path!r}")
-    model = mujoco.MjModel.from_xml_path(path)
+    return compile_spec(mujoco.MjSpec.from_file(path), sim_dt, movable_com)
+
+
+def compile_spec(spec: Any, sim_dt: float, movable_com: bool = False) -> Any:
+    """Compile an MjSpec with timestep sim_dt.
+
+    With movable_com, no body is compiled as one of MuJoCo's "simple" bodies (COM at
+    the frame origin, a diagonal block of the mass matrix), so that a `body_com` write
+    is exact: the spec is compiled once with every moving body's COM 1 mm off, which
+    gives the general sparsity, then the exact inertials are written back and the
+    derived constants recomputed.
+    """
+    import mujoco
+
+    exact = spec.compile()
+    model = exact
+    if movable_com:
+        for i, body in enumerate(spec.bodies):
+            if i and exact.body_mass[i] > 0:
+                body.explicitinertial = True
+                body.mass, body.inertia = exact.body_mass[i], exact.body_inertia[i]
+                body.ipos, body.iquat = exact.body_ipos[i] + (1e-3, 0.0, 0.0), exact.body_iquat[i]
+        model = spec.compile()
+        model.body_ipos[:] = exact.body_ipos
+        model.body_sameframe[1:] = 0  # mjSAMEFRAME_NONE: always transform to the COM frame
+        model.body_simple[:] = 0
+        model.dof_simplenum[:] = 0
+        mujoco.mj_setConst(model, mujoco.MjData(model))
     model.opt.timestep = sim_dt
     return model
 

@@ -45,8 +45,9 @@ The first write of a field replaces its shared row by one row per world (and
 recaptures the graphs). After a write to mass, COM or armature, the next step
 or derived read first reruns `mjw.set_const` over all worlds, once however
 many terms were written, as a captured graph; its outputs (subtree mass,
-inverse weights, actuator_acc0) are per world too. No term needs declaring at
-construction.
+inverse weights, actuator_acc0) are per world too. `body_com` must be named in
+`randomize=`: the model is then compiled without MuJoCo's simple-body shortcut,
+which a moved COM would break (`compile_spec(movable_com=True)`).
 
 Determinism: on the CPU device the kernels run serially, and trajectories are
 bit-identical run to run (declared deterministic). On CUDA, contact and
@@ -169,7 +170,7 @@ class MjwarpBackend(SimBackend):
             )
         self._wp_device = wp.get_device(str(self.device) if self.device.type == "cuda" else "cpu")
         self.nconmax, self.njmax = nconmax, njmax
-        self.model = load_mjmodel(scene, sim_dt)
+        self.model = load_mjmodel(scene, sim_dt, movable_com="body_com" in self._requested_dr)
         self.info = SceneInfo.from_mjmodel(self.model)
         self._dr = ModelDR(self.model, self.device, torch.float32)
         self._validate_randomize()
@@ -437,7 +438,7 @@ class MjwarpBackend(SimBackend):
     # ---- domain randomization ----------------------------------------------
 
     def _dr_terms(self) -> Mapping[str, DRTerm]:
-        return self._dr.terms()
+        return self._dr.terms(declare=("body_com",))  # compiled for it: see compile_spec
 
     def _dr_default(self, term: str) -> torch.Tensor:
         # as the engine holds it: compiled in float64, stored in float32

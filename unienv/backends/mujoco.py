@@ -38,8 +38,9 @@ DR terms write per-simulation model fields (`Batch.expand`) by the rules of
 `dr_rules` (inertia with mass, servo bias with kp and kd), and the terms that
 feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst` for
 the envs written. `body_com` must be named in `randomize=`: MuJoCo compiles
-bodies whose COM sits at their frame origin with a shortcut that a moved COM
-would break, so the backend then compiles without it.
+bodies whose COM sits at their frame origin with a shortcut (a diagonal block
+of the mass matrix) that a moved COM would break, so the backend then compiles
+without it (`compile_spec(movable_com=True)`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from unienv.backends.base import (
     DRTerm,
     SceneInfo,
     SimBackend,
+    compile_spec,
     load_mjmodel,
     mj_body_views,
 )
@@ -122,16 +124,9 @@ class MujocoBackend(SimBackend):
             objtype=mujoco.mjtObj.mjOBJ_SITE,
             objname=site.name,
         )
-        model = spec.compile()
+        model = compile_spec(spec, scene_model.opt.timestep, movable_com="body_com" in self._requested_dr)
         if model.nsite != scene_model.nsite + 1 or model.site(scene_model.nsite).name != _HIDDEN_SENSOR:
             raise RuntimeError(f"{self.scene}: the hidden contact sensor's site did not come last")
-        model.opt.timestep = scene_model.opt.timestep
-        if "body_com" in self._requested_dr:
-            # MuJoCo skips frame transforms for bodies whose COM sits at their origin;
-            # a COM that will move must not be compiled that way
-            model.body_sameframe[1:] = 0
-            model.body_simple[:] = 0
-            model.dof_simplenum[:] = 0
         return model
 
     def get_capabilities(self) -> Capabilities:
