@@ -450,7 +450,7 @@ class GenesisBackend(SimBackend):
         """qpos/qvel rows, then forward kinematics; clears contacts and the solver warm start of those rows."""
         sol = self._solver
         sol.set_dofs_velocity(qvel.to(gs.device, self._dtype), envs_idx=env, skip_forward=True)
-        sol.set_qpos(qpos.to(gs.device, self._dtype), envs_idx=env)  # runs FK (poses and velocities)
+        self._set_qpos(qpos.to(gs.device, self._dtype), env)
         acc = qd_to_torch(sol.dyn_state.dofs.acc, transpose=True, copy=False)
         acc[env] = 0.0
         for field in (sol.dyn_state.links.cfrc_applied_vel, sol.dyn_state.links.cfrc_applied_ang):
@@ -467,11 +467,24 @@ class GenesisBackend(SimBackend):
         if self._wrench is not None:
             self._wrench[0][env] = False
 
+    def _set_qpos(self, qpos: torch.Tensor, envs: torch.Tensor) -> None:
+        """Genesis's set_qpos for some envs (ids or a bool mask), with forward kinematics of those.
+
+        Genesis then marks the kinematics of every env as current, so its next step would skip
+        forward kinematics for the others too, whose link poses a step may have left behind
+        their qpos: their trajectories would change (by ~2e-3 in 5 steps on the contract
+        scene). The marks are put back as they were; a later step or read runs it for all.
+        """
+        sol = self._solver
+        fresh = (sol._is_forward_pos_updated, sol._is_forward_vel_updated)
+        sol.set_qpos(qpos, envs_idx=envs)
+        sol._is_forward_pos_updated, sol._is_forward_vel_updated = fresh
+
     def _set_state_mask(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Genesis takes a bool env mask (static shapes): where-writes and masked kernels."""
         sol, rows = self._solver, mask[:, None]
         self._qvel.copy_(torch.where(rows, qvel.to(self._dtype), self._qvel))  # Genesis's dofs.vel
-        sol.set_qpos(qpos.to(self._dtype), envs_idx=mask)  # forward kinematics of the masked envs
+        self._set_qpos(qpos.to(self._dtype), mask)
         acc = qd_to_torch(sol.dyn_state.dofs.acc, transpose=True, copy=False)
         acc.masked_fill_(rows, 0.0)
         for field in (sol.dyn_state.links.cfrc_applied_vel, sol.dyn_state.links.cfrc_applied_ang):
