@@ -342,3 +342,45 @@ def test_contact_forces_at_the_same_step_as_mujoco(contract):
     genesis, mujoco = torch.stack(forces["genesis"]), torch.stack(forces["mujoco"])
     assert float(mujoco.abs().max()) > 100  # the comparison covered the impact
     torch.testing.assert_close(genesis, mujoco, atol=1e-2, rtol=1e-4)
+
+
+FEATURES = """
+<mujoco>
+  <option integrator="{integrator}"/>
+  <worldbody>
+    <body name="base" pos="0 0 1" gravcomp="{gravcomp}">
+      <joint name="swing" type="hinge" axis="0 1 0" stiffness="{stiffness}" springref="{springref}"/>
+      {ball}
+      <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize(
+    "features, match",
+    [
+        ({"gravcomp": 1}, "gravcomp"),
+        ({"stiffness": 10, "springref": 0.3}, "springref"),
+        ({"ball": '<joint name="wrist" type="ball"/>'}, "ball joint 'wrist' follows another joint"),
+    ],
+)
+def test_features_genesis_would_get_wrong_are_refused_at_construction(tmp_path, features, match):
+    scene = tmp_path / "feature.xml"
+    options = {"integrator": "implicitfast", "gravcomp": 0, "stiffness": 0, "springref": 0, "ball": ""}
+    scene.write_text(FEATURES.format(**{**options, **features}))
+    with pytest.raises(CapabilityError, match=match):
+        create("genesis", str(scene), 2, 0.01, device="cpu")
+
+
+def test_a_substituted_integrator_is_declared_and_warned(tmp_path):
+    scene = tmp_path / "rk4.xml"
+    scene.write_text(FEATURES.format(integrator="RK4", gravcomp=0, stiffness=10, springref=0, ball=""))
+    with pytest.warns(UserWarning, match="asks for rk4.*runs implicitfast"):
+        b = create("genesis", str(scene), 2, 0.01, device="cpu")
+    assert any("rk4" in d for d in b.get_capabilities().differences)
+    plain = create("genesis", str(scene), 2, 0.01, device="cpu", integrator="euler")  # chosen: no warning
+    assert plain.get_capabilities().differences == ()
+    b.close()
+    plain.close()

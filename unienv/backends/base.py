@@ -91,6 +91,9 @@ class Capabilities:
     # the hot path (steps, state writes, reads, DR writes) can be recorded into one CUDA
     # graph by the caller (torch.cuda.graph), as UniEnv does for a whole env step
     cuda_graph: bool = False
+    # where the backend knowingly differs from MuJoCo on this scene (integrator, contact model),
+    # one line each; the backend also warns with them at construction
+    differences: tuple[str, ...] = ()
 
 
 class BodyViews(NamedTuple):

@@ -8,8 +8,12 @@ free joint has MuJoCo's layout (qpos [p, wxyz], qvel [v world, w body]); the
 constructor and `materialize()` check both, so no conversion is needed and
 none is done. Timestep and gravity come from the scene; the integrator is
 MuJoCo's where Genesis has it (Euler, implicitfast; implicit and RK4 map to
-implicitfast), and Genesis runs in its MuJoCo-compatibility mode (MuJoCo's
-contact model and solver defaults, no default armature, solref 0.02).
+implicitfast, declared in `Capabilities.differences` and warned of at
+construction), and Genesis runs in its MuJoCo-compatibility mode (MuJoCo's
+contact model and solver defaults, no default armature, solref 0.02). Features
+Genesis would ignore or integrate differently are refused at construction with
+a CapabilityError naming the MJCF attribute: body gravcomp, a joint springref
+away from qpos0, a ball joint after another joint in one body.
 
 Actuators are MuJoCo's general actuators with a joint transmission, affine
 bias and no activation: motors (force = gear * ctrl) and position servos
@@ -69,6 +73,7 @@ to Genesis's setters with the full env index, which needs no host read.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -211,8 +216,17 @@ class GenesisBackend(SimBackend):
         self._mj = model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(model)
         self._check_actuators(model)
+        self._check_features(model)
+        self._differences: tuple[str, ...] = ()
         if integrator is None:
             integrator = _FROM_MUJOCO[int(model.opt.integrator)]
+            scene_integrator = mujoco.mjtIntegrator(int(model.opt.integrator)).name[len("mjINT_") :].lower()
+            if scene_integrator != integrator:
+                self._differences = (
+                    f"integrator: the scene asks for {scene_integrator}, which Genesis lacks; "
+                    f"it runs {integrator} (pass integrator= to choose)",
+                )
+                warnings.warn(f"genesis backend, {self.scene}: {self._differences[0]}", stacklevel=2)
         if integrator not in _INTEGRATORS:
             raise ArgumentError(f"integrator: expected one of {sorted(_INTEGRATORS)}, got {integrator!r}")
         self._dr = ModelDR(model, self.device, torch.float64)
@@ -294,6 +308,33 @@ class GenesisBackend(SimBackend):
                 raise ArgumentError(f"scene: two actuators drive joint {self.info.names['joint'][joint]!r}")
             joints.append(joint)
 
+    def _check_features(self, m: mujoco.MjModel) -> None:
+        """Refuse MJCF features that Genesis would ignore or simulate differently, naming them."""
+        names, where = self.info.names, f"scene {self.scene!r}"
+        gravcomp = np.flatnonzero(m.body_gravcomp)
+        if gravcomp.size:
+            raise CapabilityError(
+                f"{where}: body gravcomp (MJCF <body gravcomp>) on {[names['body'][b] for b in gravcomp]}: "
+                "the genesis backend does not simulate it"
+            )
+        for j in range(m.njnt):
+            one_qpos = (mujoco.mjtJoint.mjJNT_SLIDE.value, mujoco.mjtJoint.mjJNT_HINGE.value)
+            if m.jnt_stiffness[j] > 0 and int(m.jnt_type[j]) in one_qpos:
+                adr = int(m.jnt_qposadr[j])
+                if m.qpos_spring[adr] != m.qpos0[adr]:
+                    raise CapabilityError(
+                        f"{where}: joint {names['joint'][j]!r} has springref (MJCF <joint springref>) "
+                        "away from its qpos0: the genesis backend does not simulate it"
+                    )
+        for b in range(m.nbody):
+            first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+            for j in range(first + 1, first + count):
+                if int(m.jnt_type[j]) == mujoco.mjtJoint.mjJNT_BALL.value:
+                    raise CapabilityError(
+                        f"{where}: ball joint {names['joint'][j]!r} follows another joint in body "
+                        f"{names['body'][b]!r}: the genesis backend integrates it wrongly; give it its own body"
+                    )
+
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
             backend="genesis",
@@ -301,6 +342,7 @@ class GenesisBackend(SimBackend):
             dtype=self._dtype,
             deterministic=self.device.type == "cpu",
             sync_free=True,
+            differences=self._differences,
         )
 
     # ---- lifecycle ----------------------------------------------------------
