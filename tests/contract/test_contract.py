@@ -719,3 +719,72 @@ def test_body_com_write_on_simple_bodies_equals_the_recompiled_model(backend_nam
     finally:
         randomized.close()
         compiled.close()
+
+
+FREE_BASE_AND_BALL = """
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="base" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size=".2 .1 .05" mass="3"/>
+      <body name="upper" pos="0.2 0 0">
+        <joint name="shoulder" type="ball" pos="0 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".03" mass="0.5"/>
+        <body name="lower" pos="0.3 0 0">
+          <joint name="elbow" type="hinge" axis="0 1 0"/>
+          <joint name="extend" type="slide" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.25 0 0" size=".03" mass="0.3"/>
+          <site name="tool" pos="0.25 0.02 -0.01"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_site_jacobian_is_mujocos_with_a_free_base_and_a_ball_joint(backend_name, tmp_path):
+    """Free-joint rotations are body-frame and ball joints count: the Jacobian of a site equals
+    MuJoCo's on a tumbling base, and Jacobian . qvel is the site's velocity."""
+    path = tmp_path / "free_base_ball.xml"
+    path.write_text(FREE_BASE_AND_BALL)
+    b = create_backend(backend_name, 2, scene=str(path))
+    reference = create_backend("mujoco", 2, scene=str(path))
+    try:
+        if not b.get_capabilities().site_jacobian:
+            pytest.skip(f"{backend_name} declares no site_jacobian")
+        dtype = b.get_capabilities().dtype
+        generator = torch.Generator().manual_seed(1)
+        qpos = torch.as_tensor(reference.info.qpos0, dtype=torch.float64).repeat(2, 1)
+        turn = torch.nn.functional.normalize(
+            torch.randn(2, 2, 4, generator=generator, dtype=torch.float64), dim=-1
+        )
+        qpos[:, 3:7], qpos[:, 7:11] = turn[:, 0], turn[:, 1]  # base and shoulder orientations
+        qpos[:, 11:13] = torch.tensor([0.7, 0.05], dtype=torch.float64)
+        qvel = torch.randn(2, reference.nv, generator=generator, dtype=torch.float64)
+        site = int(reference.find("site", "tool")[0])
+        reference.set_state_tensor(torch.tensor([0, 1]), qpos, qvel)
+        b.set_state_tensor(torch.tensor([0, 1]), qpos.to(b.device, dtype), qvel.to(b.device, dtype))
+        tol = 1e-9 if dtype == torch.float64 else 1e-4
+        for got, want in zip(b.get_site_jacobian(site), reference.get_site_jacobian(site), strict=True):
+            torch.testing.assert_close(got.cpu().to(torch.float64), want, atol=tol, rtol=tol)
+        jacp, _ = reference.get_site_jacobian(site)
+        velocity = (jacp @ qvel[:, :, None])[..., 0]
+        dt = 1e-6  # the site's velocity by a forward difference of its position, on the reference
+        ahead = qpos.clone()
+        mujoco_model = reference.model
+        for env in range(2):
+            import mujoco
+
+            mujoco.mj_integratePos(mujoco_model, ahead[env].numpy(), qvel[env].numpy(), dt)
+
+        def site_pos(q):
+            reference.set_state_tensor(torch.tensor([0, 1]), q, qvel)
+            return reference.get_mj_field("site_xpos")[:, site].clone()
+
+        moved = (site_pos(ahead) - site_pos(qpos)) / dt
+        torch.testing.assert_close(velocity, moved, atol=1e-4, rtol=1e-4)
+    finally:
+        b.close()
+        reference.close()

@@ -127,6 +127,11 @@ def _quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     )
 
 
+def _conj(q: torch.Tensor) -> torch.Tensor:
+    """The inverse rotation of unit wxyz quaternions."""
+    return torch.cat([q[..., :1], -q[..., 1:]], -1)
+
+
 def _rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """v (..., 3) rotated by the wxyz quaternion q (..., 4)."""
     w, u = q[..., :1], q[..., 1:]
@@ -562,11 +567,10 @@ class GenesisBackend(SimBackend):
         quat = sol.get_links_quat(links)
         lin = sol.get_links_vel(links)
         ang = sol.get_links_ang(links)
-        world = self._is_world[body_ids]
-        if bool(world.any()):  # the world body when Genesis dropped it: at rest at the origin
-            pos[:, world] = 0.0
-            lin[:, world] = 0.0
-            ang[:, world] = 0.0
+        world = np.flatnonzero(self._body_link[body_ids] < 0)  # on the host: the ids are
+        if world.size:  # the world body, which Genesis dropped: at rest at the origin
+            for x in (pos, lin, ang):
+                x[:, world] = 0.0
             quat[:, world] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=quat.dtype, device=quat.device)
         return BodyViews(pos, quat, lin, ang)
 
@@ -610,14 +614,69 @@ class GenesisBackend(SimBackend):
         return out.masked_fill(self._is_world[body_ids][None, :, None], 0.0)
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-        self._refresh_kinematics()
+        """Built in MuJoCo's conventions from the parent links' poses and the joints' qpos
+        (Genesis's own Jacobian takes a free joint's rotation in the world frame and leaves ball
+        joints out): a dof turning about a world axis a at anchor p moves the site by
+        a x (site - p) and turns it about a; a slide moves it along its axis.
+
+        As MuJoCo does, each joint of a body acts on the frame its earlier joints left: its
+        anchor and axis are taken there, then its motion is applied. Ball and free rotations are
+        about the body's own axes after the rotation (qvel is body-frame there), a free joint's
+        translation is world-aligned."""
         m = self._mj
-        link = int(self._body_link[int(m.site_bodyid[site_id])])
-        if link < 0:  # a site on the world does not move
-            zeros = torch.zeros(self.num_envs, 3, self.nv, dtype=self._dtype, device=gs.device)
-            return zeros, zeros.clone()
-        jac = self._entity.get_jacobian(self._entity.links[link], torch.as_tensor(m.site_pos[site_id]))
-        return jac[:, :3].clone(), jac[:, 3:].clone()
+        body = int(m.site_bodyid[site_id])
+        chain = [body]
+        while chain[-1] > 0:
+            chain.append(int(m.body_parentid[chain[-1]]))
+        chain = chain[::-1]  # from the world to the site's body
+        views = self._body_views(np.asarray(chain))
+        qpos = self._qpos
+        n, dtype = self.num_envs, self._dtype
+        eye = torch.eye(3, dtype=dtype, device=gs.device).expand(n, 3, 3)
+
+        def vector(x: np.ndarray) -> torch.Tensor:  # a model vector, one row per env
+            return torch.as_tensor(x, dtype=dtype, device=gs.device).expand(n, len(x))
+
+        def axes(q: torch.Tensor) -> torch.Tensor:  # (n, 3 axes, 3) of the frame of quaternion q
+            return _rotate(q[:, None].expand(n, 3, 4), eye)
+
+        columns = []  # (dof, world axis (n, 3), anchor (n, 3) or None for a translation)
+        for i, b in enumerate(chain[1:], start=1):
+            parent_pos, parent_quat = views.pos[:, i - 1], views.quat[:, i - 1]
+            p = parent_pos + _rotate(parent_quat, vector(m.body_pos[b]))
+            q = _quat_mul(parent_quat, vector(m.body_quat[b]))
+            for j in range(int(m.body_jntadr[b]), int(m.body_jntadr[b]) + int(m.body_jntnum[b])):
+                kind, dof, adr = int(m.jnt_type[j]), int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j])
+                anchor = p + _rotate(q, vector(m.jnt_pos[j]))
+                if kind == mujoco.mjtJoint.mjJNT_FREE.value:
+                    p, q = qpos[:, adr : adr + 3], qpos[:, adr + 3 : adr + 7]
+                    columns += [(dof + k, eye[:, k], None) for k in range(3)]
+                    columns += [(dof + 3 + k, axes(q)[:, k], p) for k in range(3)]
+                elif kind == mujoco.mjtJoint.mjJNT_BALL.value:
+                    turned = _quat_mul(q, qpos[:, adr : adr + 4])
+                    p = anchor + _rotate(turned, _rotate(_conj(q), p - anchor))
+                    q = turned
+                    columns += [(dof + k, axes(q)[:, k], anchor) for k in range(3)]
+                else:
+                    axis = _rotate(q, vector(m.jnt_axis[j]))
+                    angle = qpos[:, adr : adr + 1] - float(m.qpos0[adr])
+                    if kind == mujoco.mjtJoint.mjJNT_SLIDE.value:
+                        p = p + angle * axis
+                        columns.append((dof, axis, None))
+                    else:
+                        turn = torch.cat([torch.cos(angle / 2), torch.sin(angle / 2) * axis], -1)
+                        p, q = anchor + _rotate(turn, p - anchor), _quat_mul(turn, q)
+                        columns.append((dof, axis, anchor))
+        site = p + _rotate(q, vector(m.site_pos[site_id]))
+        jacp = torch.zeros(n, 3, self.nv, dtype=dtype, device=gs.device)
+        jacr = torch.zeros_like(jacp)
+        for dof, axis, anchor in columns:
+            if anchor is None:
+                jacp[:, :, dof] = axis
+            else:
+                jacr[:, :, dof] = axis
+                jacp[:, :, dof] = torch.cross(axis, site - anchor, dim=-1)
+        return jacp, jacr
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
         keep = self._body_link[body_ids] >= 0  # a wrench on the world moves nothing
