@@ -81,6 +81,7 @@ import genesis as gs
 import mujoco
 import numpy as np
 import torch
+from genesis.utils import array_class
 from genesis.utils.misc import qd_to_torch
 
 from unienv.backends.base import (
@@ -108,6 +109,9 @@ _BATCH_FLAG = {
 }
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: a larger qpos or qvel entry is a diverged simulation
+_ERRORS = array_class.ErrorCode
+# Genesis's per-env error bits that mean a diverged env (not a capacity limit)
+_NAN_ERRORS = int(_ERRORS.INVALID_CONTACT_NAN | _ERRORS.INVALID_FORCE_NAN | _ERRORS.INVALID_ACC_NAN)
 
 _INTEGRATORS = {"euler": "Euler", "implicitfast": "implicitfast"}
 # MuJoCo's integrator (mjtIntegrator) -> the closest Genesis has
@@ -375,6 +379,8 @@ class GenesisBackend(SimBackend):
         self._ctrl_mode = qd_to_torch(sol.dyn_state.dofs.ctrl_mode, transpose=True, copy=False)
         self._ctrl_force = qd_to_torch(sol.dyn_state.dofs.ctrl_force, transpose=True, copy=False)
         self._time = torch.zeros(self.num_envs, dtype=self._dtype, device=dev)
+        self._errno = qd_to_torch(sol._errno, copy=False)  # Genesis's per-env error bits
+        self._nan_envs = torch.zeros(self.num_envs, dtype=torch.bool, device=dev)
         self._ctrl = torch.zeros(self.num_envs, self.nu, dtype=self._dtype, device=dev)
         self._views = {"time": self._time, "qpos": self._qpos, "qvel": self._qvel, "ctrl": self._ctrl}
 
@@ -483,9 +489,22 @@ class GenesisBackend(SimBackend):
         for _ in range(nsteps):
             if self._wrench is not None:
                 self._write_wrench()
+            self._take_nan_errors()
             step(update_visualizer=False)
+        self._take_nan_errors()
         self._wrench = None
         self._time += nsteps * self.dt
+
+    def _take_nan_errors(self) -> None:
+        """Move Genesis's per-env NaN error bits to our diverged mask (no host read).
+
+        Genesis checks its error bits on the host every 10 substeps and raises for the whole
+        batch if any env has one; a diverged env is the env's business (pop_diverged flags it,
+        the env resets it). Capacity errors (too many contacts) stay, for Genesis to raise.
+        """
+        errno = self._errno
+        self._nan_envs |= (errno & _NAN_ERRORS) != 0
+        errno.bitwise_and_(~_NAN_ERRORS)
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -733,11 +752,11 @@ class GenesisBackend(SimBackend):
     def _pop_diverged(self) -> torch.Tensor:
         """Envs whose state is non-finite or beyond MuJoCo's mjMAXVAL (1e10), where MuJoCo's own
         check would reset them (Genesis carries on with huge finite values), or that Genesis
-        flagged in its errno; the errno flags are cleared."""
-        errno = qd_to_torch(self._solver._errno, copy=False)
+        found NaN forces or accelerations in since the last call."""
+        self._take_nan_errors()
         big = (self._qpos.abs() > _MAXVAL).any(1) | (self._qvel.abs() > _MAXVAL).any(1)
-        diverged = super()._pop_diverged() | big | (errno != 0)
-        errno.zero_()
+        diverged = super()._pop_diverged() | big | self._nan_envs
+        self._nan_envs.zero_()
         return diverged
 
     # ---- domain randomization ----------------------------------------------
