@@ -490,7 +490,7 @@ class GenesisBackend(SimBackend):
             if self._wrench is not None:
                 self._write_wrench()
             self._take_nan_errors()
-            step(update_visualizer=False)
+            step(update_visualizer=False)  # engine sync: Genesis reads its error bits every 10 substeps
         self._take_nan_errors()
         self._wrench = None
         self._time += nsteps * self.dt
