@@ -1,4 +1,5 @@
-"""`unienv list` (or `python -m unienv list`): every task, its spaces, and the backends that run it.
+"""`unienv list` (or `python -m unienv list`): every task, its spaces, and the backends that run it;
+`unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.sim2sim).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
 every feature the task declares in `requires`; no task is built. To read a
@@ -103,9 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="unienv", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the tasks, their spaces and the backends that run them")
-    args = parser.parse_args(argv)
+    commands.add_parser(
+        "sim2sim", help="each backend against MuJoCo on a task (see unienv.sim2sim)", add_help=False
+    )
+    args, rest = parser.parse_known_args(argv)
     if args.command == "list":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
         list_tasks()
+    elif args.command == "sim2sim":
+        from unienv import sim2sim
+
+        sim2sim.main(rest)
     return 0
 
 

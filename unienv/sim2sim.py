@@ -1,0 +1,188 @@
+"""`python -m unienv sim2sim --task T [--policy P]`: how far each backend is from MuJoCo, measured.
+
+On every installed backend that runs the task, against the mujoco backend:
+
+  state      from identical initial states (the task's reset states, seed 0, copied from the
+             mujoco env), the actions the policy takes on the mujoco env replayed open loop,
+             the largest |qpos| and |qvel| differences after 1, 10, 100 and 1000 env steps.
+             The "float32 floor" row is mujoco itself started from the float32-rounded state:
+             the difference a float32 engine cannot help.
+  returns    the policy closed loop on each backend (num_envs envs, SAME_STEP autoreset):
+             episode return mean, std and the 2.5-97.5 % interval, with DR off and on (a
+             generic set: masses, friction, actuator gains x U(0.9, 1.1)); a PNG of them with
+             --plot (needs matplotlib).
+  declared   each backend's declared differences (Capabilities.differences).
+
+Nothing here changes a backend: it is a report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+import unienv
+from unienv.errors import ArgumentError, CapabilityError
+from unienv.rollout import make_policy, rollout
+from unienv.tasks import task_class
+
+CHECKPOINTS = (1, 10, 100, 1000)
+BACKENDS = ("mujoco", "mjwarp", "genesis")
+GENERIC_DR = {
+    name: {"param": param, "range": [0.9, 1.1], "operation": "scale", **extra}
+    for name, param, extra in (
+        ("mass", "body_mass", {}),
+        ("friction", "geom_friction", {"axes": [0]}),
+        ("kp", "actuator_kp", {}),
+    )
+}
+
+
+def _make(task: str, backend: str, num_envs: int, device: str | None, **kwargs: Any):
+    options = {"device": device} if device else {}
+    return unienv.make(task, backend=backend, num_envs=num_envs, seed=0, **options, **kwargs)
+
+
+def available(task: str, device: str | None) -> dict[str, str | None]:
+    """Backend -> None if it runs the task here, else why not."""
+    out = {}
+    for name in BACKENDS:
+        try:
+            _make(task, name, 1, device if name != "mujoco" else None).close()
+            out[name] = None
+        except (ModuleNotFoundError, CapabilityError, ArgumentError) as e:
+            out[name] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def state_divergence(
+    task: str, backends: list[str], policy_spec: str, num_envs: int, device: str | None
+) -> dict:
+    """Backend -> {steps: (max |dqpos|, max |dqvel|)} against mujoco, plus the float32 floor."""
+    reference = _make(task, "mujoco", num_envs, None, autoreset_mode="disabled")
+    obs, _ = reference.reset(seed=0)
+    views = reference.backend.get_state_views()
+    start = views["qpos"].clone(), views["qvel"].clone()
+    policy = make_policy(policy_spec, reference)
+    actions, states = [], {}
+    for step in range(1, max(CHECKPOINTS) + 1):
+        actions.append(policy(obs).detach().cpu())
+        obs, *_ = reference.step(actions[-1])
+        if step in CHECKPOINTS:
+            states[step] = views["qpos"].clone(), views["qvel"].clone()
+    reference.close()
+
+    def replay(backend: str, qpos: torch.Tensor, qvel: torch.Tensor) -> dict:
+        env = _make(
+            task, backend, num_envs, device if backend != "mujoco" else None, autoreset_mode="disabled"
+        )
+        env.reset(seed=0)
+        dtype = env.backend.get_capabilities().dtype
+        env.backend.set_state_tensor(
+            torch.arange(num_envs), qpos.to(env.device, dtype), qvel.to(env.device, dtype)
+        )
+        env.observe()
+        out, sim = {}, env.backend.get_state_views()
+        for step, a in enumerate(actions, start=1):
+            env.step(a.to(env.device))
+            if step in CHECKPOINTS:
+                q, v = states[step]
+                out[step] = tuple(
+                    float((x.cpu().double() - y).abs().nan_to_num(math.inf).max())
+                    for x, y in ((sim["qpos"], q), (sim["qvel"], v))
+                )
+        env.close()
+        return out
+
+    rows = {b: replay(b, *start) for b in backends if b != "mujoco"}
+    rows["float32 floor"] = replay("mujoco", *(x.float().double() for x in start))
+    return rows
+
+
+def return_distribution(
+    task: str, backend: str, policy_spec: str, num_envs: int, steps: int, device: str | None, dr: Any
+) -> np.ndarray:
+    """The returns of the episodes that ended within `steps` env steps."""
+    env = _make(task, backend, num_envs, device if backend != "mujoco" else None, dr=dr)
+    try:
+        stats = rollout(env, make_policy(policy_spec, env), steps, seed=0, progress=False)
+    finally:
+        env.close()
+    return np.asarray(stats.returns, dtype=np.float64)
+
+
+def _interval(x: np.ndarray) -> str:
+    if not len(x):
+        return "no episode ended"
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return f"{x.mean():9.2f} {x.std():8.2f}   [{lo:.2f}, {hi:.2f}]  n={len(x)}"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="unienv sim2sim", description=__doc__.splitlines()[0])
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--policy", default="zero", help="zero, random, or a policy file (train.py's)")
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--episode-steps", type=int, default=1000, help="env steps of the return rollouts")
+    parser.add_argument("--device", default=None, help="for mjwarp and genesis (mujoco is on the CPU)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="write the return distributions there")
+    args = parser.parse_args(argv)
+    task_class(args.task)  # an unknown task name says which exist
+    if args.num_envs < 1 or args.episode_steps < 1:
+        parser.error("--num-envs and --episode-steps: expected positive counts")
+    reasons = available(args.task, args.device)
+    backends = [b for b, why in reasons.items() if why is None]
+    print(f"sim2sim: {args.task}, policy {args.policy}, {args.num_envs} envs")
+    for b, why in reasons.items():
+        if why:
+            print(f"  {b}: skipped ({why.splitlines()[0]})")
+    for b in backends:
+        env = _make(args.task, b, 1, args.device if b != "mujoco" else None)
+        caps = env.backend.get_capabilities()
+        env.close()
+        print(
+            f"  {b}: {caps.device}, {str(caps.dtype).replace('torch.', '')}; declared differences: "
+            + ("; ".join(caps.differences) or "none")
+        )
+
+    print("\nstate difference to mujoco, max |qpos| / max |qvel| after n env steps")
+    print(f"{'backend':>14}" + "".join(f"{n:>24}" for n in CHECKPOINTS))
+    divergence = state_divergence(args.task, backends, args.policy, args.num_envs, args.device)
+    for b, row in divergence.items():
+        print(f"{b:>14}" + "".join(f"{row[n][0]:>12.2e}{row[n][1]:>12.2e}" for n in CHECKPOINTS))
+
+    print(f"\nepisode returns over {args.episode_steps} env steps: mean, std, [2.5 %, 97.5 %]")
+    returns = {}
+    for label, dr in (("DR off", None), ("DR on", GENERIC_DR)):
+        for b in backends:
+            returns[(b, label)] = x = return_distribution(
+                args.task, b, args.policy, args.num_envs, args.episode_steps, args.device, dr
+            )
+            print(f"{b:>10} {label:>7} {_interval(x)}")
+    if args.plot:
+        _plot(args.task, args.policy, returns, args.plot)
+    return {"divergence": divergence, "returns": {f"{b} {d}": r.tolist() for (b, d), r in returns.items()}}
+
+
+def _plot(task: str, policy: str, returns: dict, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        print(f"--plot: matplotlib is not installed (pip install matplotlib); {path} not written")
+        return
+    labels = [f"{b}\n{d}" for b, d in returns]
+    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 4))
+    ax.boxplot([r if len(r) else [np.nan] for r in returns.values()], whis=(2.5, 97.5))
+    ax.set_xticks(range(1, len(labels) + 1), labels)
+    ax.set_ylabel("episode return")
+    ax.set_title(f"{task}, policy {policy}: returns per backend (whiskers 2.5-97.5 %)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
