@@ -788,3 +788,28 @@ def test_site_jacobian_is_mujocos_with_a_free_base_and_a_ball_joint(backend_name
     finally:
         b.close()
         reference.close()
+
+
+def test_contact_forces_at_the_same_step_as_mujoco(backend_name):
+    """A box dropped on the floor: through its impact, the contact force on it equals the mujoco
+    backend's at the same step (the last physics substep's), not one step apart."""
+    sims = [create_backend(backend_name, 1), create_backend("mujoco", 1)]
+    try:
+        box = sims[1].find("body", "box")
+        qpos = torch.as_tensor(sims[1].info.qpos0, dtype=torch.float64)[None].clone()
+        qpos[0, 2] = 0.4  # in the air
+        forces = []
+        for b in sims:
+            dtype = b.get_capabilities().dtype
+            zeros = torch.zeros(1, b.nv, dtype=dtype, device=b.device)
+            b.set_state_tensor(torch.tensor([0]), qpos.to(b.device, dtype), zeros)
+            trace = []
+            for _ in range(80):
+                b.step_tensor(torch.zeros(1, b.nu, dtype=dtype, device=b.device), 2)
+                trace.append(b.get_contact_forces(box)[0, 0].cpu().double())
+            forces.append(torch.stack(trace))
+        assert float(forces[1].abs().max()) > 100  # the impact: about 26 times the box's weight
+        torch.testing.assert_close(forces[0], forces[1], atol=1e-2, rtol=1e-4)
+    finally:
+        for b in sims:
+            b.close()
