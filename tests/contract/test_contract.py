@@ -232,7 +232,9 @@ def test_misspelled_names_list_close_matches(make_backend):
 def test_step_refuses_bad_ctrl_and_changes_nothing(make_backend, bad, match):
     b = make_backend()
     if b.get_capabilities().sync_free and match.startswith("NaN"):
-        pytest.skip("sync_free backends check ctrl values on the device: test_nonfinite_ctrl_is_flagged")
+        pytest.skip(
+            "sync_free backends check ctrl values on the device: test_nonfinite_ctrl_is_flagged_and_never_reaches_the_physics"
+        )
     b.step_tensor(zeros_ctrl(b, 0.5), 3)
     before = snapshot(b)
     ctrl_before = b.get_state_views()["ctrl"].clone()

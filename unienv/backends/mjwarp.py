@@ -235,6 +235,7 @@ class MjwarpBackend(SimBackend):
             self._m.body_isdofancestor.numpy()[:, : mj.nv] != 0, device=self.device
         )  # (nbody, nv): the dofs that move each body
         self._graphs: dict[Any, Any] = {}
+        self._device_ids: dict[bytes, torch.Tensor] = {}
         self._fresh = True  # derived quantities describe the current state
         self._const_stale = False  # a DR write changed what mjw.set_const derives from
         self._wrench_pending = False
@@ -368,9 +369,17 @@ class MjwarpBackend(SimBackend):
         self._fresh = False
         self._refresh()
 
+    def _on_device(self, ids: np.ndarray) -> torch.Tensor:
+        """Object ids as a device tensor, made once per set of ids: a copy from the host on
+        every call would be a transfer inside the step (and one a CUDA graph cannot record)."""
+        key = ids.tobytes()
+        if key not in self._device_ids:
+            self._device_ids[key] = torch.as_tensor(ids, device=self.device)
+        return self._device_ids[key]
+
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh()
-        views = mj_body_views(self._out, self._root, torch.as_tensor(body_ids, device=self.device))
+        views = mj_body_views(self._out, self._root, self._on_device(body_ids))
         return BodyViews(views.pos.clone(), views.quat.clone(), views.lin_vel, views.ang_vel)
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
@@ -383,7 +392,7 @@ class MjwarpBackend(SimBackend):
         # wrench on, which cfrc_ext includes: then those at the state, without it
         if self._pushed:
             self._refresh()
-        return self._out["cfrc_ext"][:, torch.as_tensor(body_ids, device=self.device), 3:].clone()
+        return self._out["cfrc_ext"][:, self._on_device(body_ids), 3:].clone()
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         self._refresh()
@@ -398,7 +407,7 @@ class MjwarpBackend(SimBackend):
         ).contiguous()
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
-        xfrc, ids = self._out["xfrc_applied"], torch.as_tensor(body_ids, device=self.device)
+        xfrc, ids = self._out["xfrc_applied"], self._on_device(body_ids)
         xfrc.zero_()
         xfrc[:, ids, :3] = force.to(torch.float32)
         xfrc[:, ids, 3:] = torque.to(torch.float32)
