@@ -27,6 +27,18 @@ reset terms in each env's reset (before its state is set), interval terms,
 pushes and action latency before each physics step, and observation noise on
 each observation. `env.dr_params()` gives each env's current parameters.
 
+The step is three parts: `_transition` (DR, actions to ctrl, physics, the
+task's reading, reward and termination), an autoreset function per mode, and
+the observation, with divergence masking as its last write. The task is pure:
+the env keeps its reading of the last state (the `prev` of the next reward) and
+its per-env memory, and hands them in.
+
+On a backend whose state lives on a device (`Capabilities.sync_free`) nothing
+in a step reads a device value on the host: ended envs are reset by mask with
+static shapes and every branch is a mask, so that the step can be recorded as
+one CUDA graph (`cuda_graph=`, where `Capabilities.cuda_graph`). On the CPU
+engine the env resets ended envs by id and skips what has nothing to do.
+
 `numpy_env(env)` gives the NumPy form for NumPy-based RL code; `SingleEnv` is
 the one-env `gymnasium.Env` that `gymnasium.make("unienv/<Task>-v0")` returns.
 """
