@@ -672,30 +672,47 @@ def test_pop_diverged_flags_only_the_blown_up_env_once(make_backend):
 
 SIMPLE_BODIES = """
 <mujoco>
+  <compiler inertiafromgeom="{from_geoms}"/>
   <option timestep="0.005" gravity="0 0 -9.81"/>
   <worldbody>
     <body name="brick" pos="0 0 1">
       <freejoint/>
-      <inertial pos="{com}" mass="2" diaginertia=".02 .03 .04"/>
-      <geom type="box" size=".1 .15 .2" contype="0" conaffinity="0"/>
+      {brick_inertial}
+      <geom type="box" size=".1 .15 .2" mass="2" contype="0" conaffinity="0"/>
     </body>
     <body name="sled" pos="0 1 1">
       <joint name="rail" type="slide" axis="1 0 0"/>
-      <inertial pos="{com}" mass="1" diaginertia=".01 .01 .01"/>
-      <geom type="box" size=".1 .1 .1" contype="0" conaffinity="0"/>
+      {sled_inertial}
+      <geom type="box" size=".1 .1 .1" mass="1" contype="0" conaffinity="0"/>
     </body>
   </worldbody>
 </mujoco>
 """
+# the geoms' own inertias (boxes of those masses and half-sizes), for the explicit inertials
+BRICK, SLED = (
+    '<inertial pos="{}" mass="2" diaginertia="{:.12g} {:.12g} {:.12g}"/>',
+    '<inertial pos="{}" mass="1" diaginertia="{:.12g} {:.12g} {:.12g}"/>',
+)
+BRICK_I = (2 / 3 * (0.15**2 + 0.2**2), 2 / 3 * (0.1**2 + 0.2**2), 2 / 3 * (0.1**2 + 0.15**2))
+SLED_I = (1 / 3 * 0.02,) * 3
 
 
-def test_body_com_write_on_simple_bodies_equals_the_recompiled_model(backend_name, tmp_path):
+@pytest.mark.parametrize("from_geoms", [False, True])
+def test_body_com_write_on_simple_bodies_equals_the_recompiled_model(backend_name, tmp_path, from_geoms):
     """Bodies whose COM sits at their origin are "simple" to MuJoCo's compiler (a diagonal block
-    of M): moving their COM by DR must give the same motion as compiling the moved COM."""
+    of M): moving their COM by DR must give the same motion as compiling the moved COM, also
+    where the scene takes inertias from its geoms (inertiafromgeom="true")."""
     paths = {}
     for name, com in (("origin", "0 0 0"), ("moved", "0.06 -0.02 0.03")):
         paths[name] = tmp_path / f"{name}.xml"
-        paths[name].write_text(SIMPLE_BODIES.format(com=com))
+        geoms = from_geoms and name == "origin"
+        paths[name].write_text(
+            SIMPLE_BODIES.format(
+                from_geoms="true" if geoms else "auto",
+                brick_inertial="" if geoms else BRICK.format(com, *BRICK_I),
+                sled_inertial="" if geoms else SLED.format(com, *SLED_I),
+            )
+        )
     randomized = create_backend(backend_name, 2, scene=str(paths["origin"]), randomize=["body_com"])
     compiled = create_backend(backend_name, 2, scene=str(paths["moved"]))
     try:
