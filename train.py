@@ -264,7 +264,8 @@ def main(cfg: DictConfig) -> None:
     }
     write_json(metrics_path, metrics)
     curve = os.path.join(os.path.dirname(metrics_path), "learning_curve.png")
-    title = f"rsl_rl PPO on {task} ({backend}, {cfg.num_envs} envs x {world} processes)"
+    processes = f" x {world} processes" if world > 1 else ""
+    title = f"rsl_rl PPO on {task} ({backend}, {cfg.num_envs} envs{processes})"
     if plots.learning_curve(runner.curve, curve, title) is not None:
         print(f"learning curve: {curve}")
 

@@ -84,6 +84,8 @@ def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) ->
     fig = new_figure(path, figsize=(10, 3.8))
     if fig is None:
         return None
+    from matplotlib.ticker import EngFormatter
+
     steps = [row["env_steps"] for row in curve]
     returns, lengths = fig.subplots(1, 2)
     for ax, key, label in (
@@ -92,6 +94,7 @@ def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) ->
     ):
         ax.plot(steps, [_float(row[key]) for row in curve], color="tab:blue")
         ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, 1M
         ax.set_ylabel(f"{label} (last 100 episodes)")
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
