@@ -45,8 +45,8 @@ def _headless_gl() -> None:
 
 
 SKY = {"rgb1": (0.3, 0.5, 0.7), "rgb2": (0.0, 0.0, 0.0)}  # a gradient from blue at the zenith
-FLOOR = {"rgb1": (0.2, 0.3, 0.4), "rgb2": (0.1, 0.2, 0.3), "markrgb": (0.8, 0.8, 0.8)}  # edged checker
-FLOOR_SQUARES_PER_M = 4  # texrepeat of the 2 x 2 checker texture per metre: squares of 12.5 cm
+FLOOR = {"rgb1": (0.25, 0.35, 0.45), "rgb2": (0.15, 0.25, 0.35), "markrgb": (0.8, 0.8, 0.8)}  # edged checker
+FLOOR_SQUARES_PER_M = 2  # texrepeat of the 2 x 2 checker texture per metre: squares of 25 cm
 
 
 def dressed_model(scene: str) -> mujoco.MjModel:
@@ -98,6 +98,11 @@ def dressed_model(scene: str) -> mujoco.MjModel:
     for floor in floors:
         floor.material = "unienv_floor"
         floor.rgba = [0.5, 0.5, 0.5, 1]  # MuJoCo's default: the material's colour shows
+    if not any(light.type == mujoco.mjtLightType.mjLIGHT_DIRECTIONAL for light in spec.lights):
+        # spotlights light a circle of floor; a sun lights it to the horizon (no second shadow pass)
+        spec.worldbody.add_light(
+            type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, pos=[0, 0, 4], dir=[0, 0, -1], castshadow=False
+        )
     headlight = spec.visual.headlight
     headlight.ambient, headlight.diffuse, headlight.specular = [0.3] * 3, [0.6] * 3, [0.0] * 3
     spec.visual.rgba.haze = [0.15, 0.25, 0.35, 1.0]
