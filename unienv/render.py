@@ -17,9 +17,14 @@ multisampling, no floor reflection and a 1024-pixel shadow map cut a
 
 from __future__ import annotations
 
+import argparse
+import concurrent.futures
 import math
+import multiprocessing
 import os
-from collections.abc import Iterable, Mapping
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import imageio.v2 as imageio
@@ -49,7 +54,9 @@ FLOOR = {"rgb1": (0.25, 0.35, 0.45), "rgb2": (0.15, 0.25, 0.35), "markrgb": (0.8
 FLOOR_SQUARES_PER_M = 2  # texrepeat of the 2 x 2 checker texture per metre: squares of 25 cm
 
 
-def dressed_model(scene: str) -> mujoco.MjModel:
+def dressed_model(
+    scene: str, *, offsamples: int = 0, shadowsize: int = 1024, reflectance: float = 0.0, shadows: bool = True
+) -> mujoco.MjModel:
     """The scene's model in unienv's look, for rendering only.
 
     The scene's skybox is replaced by SKY and its ground planes take the FLOOR
@@ -57,7 +64,9 @@ def dressed_model(scene: str) -> mujoco.MjModel:
     geom. The headlight lights the camera's side of the robot, which the
     scenes' top lights leave dark. Only textures, materials, lights, visual
     options and that visual-only floor change: qpos means what it means in
-    the scene.
+    the scene. The keywords are the quality settings (multisampling, shadow
+    map size, floor reflectance, shadows), each a cost in software rendering
+    (`python -m unienv.render` measures them).
     """
     spec = mujoco.MjSpec.from_file(scene)
     for texture in [t for t in spec.textures if t.type == mujoco.mjtTexture.mjTEXTURE_SKYBOX]:
@@ -82,11 +91,15 @@ def dressed_model(scene: str) -> mujoco.MjModel:
     textures = [""] * mujoco.mjtTextureRole.mjNTEXROLE
     textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "unienv_floor"
     spec.add_material(
-        name="unienv_floor", textures=textures, texuniform=True, texrepeat=[FLOOR_SQUARES_PER_M] * 2
+        name="unienv_floor",
+        textures=textures,
+        texuniform=True,
+        texrepeat=[FLOOR_SQUARES_PER_M] * 2,
+        reflectance=reflectance,
     )
     floors = [g for g in spec.worldbody.geoms if g.type == mujoco.mjtGeom.mjGEOM_PLANE]
     if not floors:
-        model = spec.compile()
+        model = _compile(spec)
         data = mujoco.MjData(model)
         mujoco.mj_kinematics(model, data)
         lowest = float(np.min(data.geom_xpos[:, 2] - model.geom_rbound))
@@ -106,19 +119,33 @@ def dressed_model(scene: str) -> mujoco.MjModel:
     headlight = spec.visual.headlight
     headlight.ambient, headlight.diffuse, headlight.specular = [0.3] * 3, [0.6] * 3, [0.0] * 3
     spec.visual.rgba.haze = [0.15, 0.25, 0.35, 1.0]
-    spec.visual.quality.offsamples = 0
-    spec.visual.quality.shadowsize = 1024
-    return spec.compile()
+    for light in spec.lights:
+        light.castshadow = light.castshadow and shadows
+    spec.visual.quality.offsamples = offsamples
+    spec.visual.quality.shadowsize = shadowsize
+    return _compile(spec)
+
+
+def _compile(spec: mujoco.MjSpec) -> mujoco.MjModel:
+    with warnings.catch_warnings():  # Gymnasium's scenes set it; a renderer needs no masses
+        warnings.filterwarnings("ignore", "compiler attribute 'settotalmass' is deprecated")
+        return spec.compile()
 
 
 class Renderer:
     """Renders (H, W, 3) uint8 frames of a scene from qpos rows, with a free camera."""
 
     def __init__(
-        self, scene: str, width: int = 640, height: int = 480, camera: Mapping[str, Any] | None = None
+        self,
+        scene: str,
+        width: int = 640,
+        height: int = 480,
+        camera: Mapping[str, Any] | None = None,
+        model: mujoco.MjModel | None = None,
     ):
+        """model: the scene's model to draw; by default dressed_model(scene)."""
         _headless_gl()
-        self.model = dressed_model(scene)
+        self.model = dressed_model(scene) if model is None else model
         self.model.vis.global_.offwidth = max(width, self.model.vis.global_.offwidth)
         self.model.vis.global_.offheight = max(height, self.model.vis.global_.offheight)
         self.data = mujoco.MjData(self.model)
@@ -164,3 +191,83 @@ def write_video(path: str, frames: Iterable[np.ndarray], fps: int) -> str:
         for frame in frames:
             writer.append_data(frame)
     return path
+
+
+# ---- `python -m unienv.render`: what each rendering option costs -------------------------------
+
+
+def _frame_seconds(renderer: Renderer, qpos: np.ndarray, frames: int) -> float:
+    renderer.render(qpos)  # the first frame uploads textures and compiles shaders
+    start = time.perf_counter()
+    for _ in range(frames):
+        renderer.render(qpos)
+    return (time.perf_counter() - start) / frames
+
+
+def _worker_frames(task: str, width: int, height: int, frames: int) -> float:
+    """In a worker process: render `frames` frames of the task's scene; returns the seconds."""
+    from unienv.tasks import task_class
+
+    t = task_class(task)()
+    renderer = _WORKER.get((task, width, height))
+    if renderer is None:
+        renderer = _WORKER[task, width, height] = Renderer(t.scene, width, height, t.camera)
+    return _frame_seconds(renderer, renderer.model.qpos0, frames) * frames
+
+
+_WORKER: dict = {}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """Milliseconds per frame of one task's scene for each rendering option, best of interleaved
+    rounds, and the cost of a renderer (GL context, shaders, textures) and of a 2-process pool."""
+    from unienv.tasks import task_class
+
+    parser = argparse.ArgumentParser(prog="python -m unienv.render", description=main.__doc__)
+    parser.add_argument("--task", default="quadruped")
+    parser.add_argument("--width", type=int, default=480)
+    parser.add_argument("--height", type=int, default=360)
+    parser.add_argument("--frames", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    task = task_class(args.task)()
+    size = (args.width, args.height)
+    options = {
+        "scene as written (MuJoCo's defaults)": (size, lambda: mujoco.MjModel.from_xml_path(task.scene)),
+        "unienv's look (the default)": (size, lambda: dressed_model(task.scene)),
+        "  + 4x multisampling": (size, lambda: dressed_model(task.scene, offsamples=4)),
+        "  + 4096-pixel shadow map": (size, lambda: dressed_model(task.scene, shadowsize=4096)),
+        "  + floor reflectance 0.2": (size, lambda: dressed_model(task.scene, reflectance=0.2)),
+        "  - shadows": (size, lambda: dressed_model(task.scene, shadows=False)),
+        "  at 320 x 240": ((320, 240), lambda: dressed_model(task.scene)),
+    }
+    best = dict.fromkeys(options, math.inf)
+    start = time.perf_counter()
+    Renderer(task.scene, *size, task.camera).close()
+    created = time.perf_counter() - start
+    for _ in range(args.rounds):
+        for name, ((width, height), model) in options.items():
+            renderer = Renderer(task.scene, width, height, task.camera, model=model())
+            best[name] = min(best[name], _frame_seconds(renderer, renderer.model.qpos0, args.frames))
+            renderer.close()
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+        def both(frames: int) -> float:  # each worker renders `frames`; returns the wall time
+            start = time.perf_counter()
+            list(pool.map(_worker_frames, [args.task] * 2, [args.width] * 2, [args.height] * 2, [frames] * 2))
+            return time.perf_counter() - start
+
+        started = both(1)  # processes started, unienv imported, a renderer each
+        best["unienv's look, 2 worker processes"] = both(args.frames // 2) / (args.frames // 2 * 2)
+    print(f"{args.task}, {args.width} x {args.height}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}:")
+    for name, seconds in best.items():
+        print(f"  {name:40s} {1000 * seconds:7.1f} ms/frame")
+    print(f"  a renderer's creation (GL context, shaders, textures): {1000 * created:.0f} ms")
+    print(f"  the 2-process pool's start (spawn, import, renderers): {1000 * started:.0f} ms")
+    return best | {"renderer_creation": created, "pool_start": started}
+
+
+if __name__ == "__main__":
+    import unienv  # noqa: F401  (MUJOCO_GL=egl on a headless machine, before the first render)
+
+    main()
