@@ -55,7 +55,12 @@ FLOOR_SQUARES_PER_M = 2  # texrepeat of the 2 x 2 checker texture per metre: squ
 
 
 def dressed_model(
-    scene: str, *, offsamples: int = 0, shadowsize: int = 1024, reflectance: float = 0.0, shadows: bool = True
+    scene: str,
+    *,
+    offsamples: int = 0,
+    reflectance: float = 0.0,
+    shadows: bool = False,
+    shadowsize: int = 1024,
 ) -> mujoco.MjModel:
     """The scene's model in unienv's look, for rendering only.
 
@@ -64,9 +69,10 @@ def dressed_model(
     geom. The headlight lights the camera's side of the robot, which the
     scenes' top lights leave dark. Only textures, materials, lights, visual
     options and that visual-only floor change: qpos means what it means in
-    the scene. The keywords are the quality settings (multisampling, shadow
-    map size, floor reflectance, shadows), each a cost in software rendering
-    (`python -m unienv.render` measures them).
+    the scene. The keywords are the quality settings (multisampling, floor
+    reflectance, the scene lights' shadows and their map size), each a cost in
+    software rendering (`python -m unienv.render` measures them); shadows, off
+    by default, cost most and barely show on this floor under top lights.
     """
     spec = mujoco.MjSpec.from_file(scene)
     for texture in [t for t in spec.textures if t.type == mujoco.mjtTexture.mjTEXTURE_SKYBOX]:
@@ -236,9 +242,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "scene as written (MuJoCo's defaults)": (size, lambda: mujoco.MjModel.from_xml_path(task.scene)),
         "unienv's look (the default)": (size, lambda: dressed_model(task.scene)),
         "  + 4x multisampling": (size, lambda: dressed_model(task.scene, offsamples=4)),
-        "  + 4096-pixel shadow map": (size, lambda: dressed_model(task.scene, shadowsize=4096)),
         "  + floor reflectance 0.2": (size, lambda: dressed_model(task.scene, reflectance=0.2)),
-        "  - shadows": (size, lambda: dressed_model(task.scene, shadows=False)),
+        "  + shadows, 1024-pixel map": (size, lambda: dressed_model(task.scene, shadows=True)),
+        "  + shadows, 4096-pixel map": (
+            size,
+            lambda: dressed_model(task.scene, shadows=True, shadowsize=4096),
+        ),
         "  at 320 x 240": ((320, 240), lambda: dressed_model(task.scene)),
     }
     best = dict.fromkeys(options, math.inf)
