@@ -18,8 +18,9 @@ It also writes `metrics.json` (train.metrics_path), rewritten after every iterat
 short keeps its curve: per iteration the env steps, seconds, steps/s, the mean return and length of
 the last 100 episodes and the means of rsl_rl's episode terms; then a summary and the evaluation
 (for the quadruped, its mean velocity-tracking error). Beside it, `learning_curve.png` draws the mean
-return and episode length over env steps (unienv.plots; needs matplotlib, the `plot` extra). train.max_seconds stops training after the
-iteration that passes that many seconds (a fixed time budget; one process only).
+return and episode length over env steps (unienv.plots; needs matplotlib, the `plot` extra).
+train.max_seconds stops training after the iteration that passes that many seconds (a fixed time
+budget; one process only).
 """
 
 from __future__ import annotations

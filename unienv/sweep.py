@@ -138,7 +138,8 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = str(config.hydra.sweep.dir)
         table = summarize(sweep_dir)
-        print(f"\nDR sweep summary ({sweep_dir}/summary.csv, summary.png):\n{table}", flush=True)
+        figure = ", summary.png" if os.path.exists(os.path.join(sweep_dir, "summary.png")) else ""
+        print(f"\nDR sweep summary ({sweep_dir}/summary.csv{figure}):\n{table}", flush=True)
 
 
 def _swept(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
