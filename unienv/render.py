@@ -12,7 +12,7 @@ to the renderer's own copy of the model and changes visual elements only, so
 the physics, which each backend builds from the scene file, never sees it.
 Its quality settings are chosen for software rendering (no GPU): no
 multisampling, no floor reflection and no shadows cut a 480x360 frame of
-the quadruped from 173 to 23 ms on 2 cores (README, "Videos").
+the quadruped from 170 to 17-23 ms on 2 busy cores (README, "Videos").
 """
 
 from __future__ import annotations
