@@ -8,6 +8,7 @@
 Configuration lives in cfg/ (Hydra); `python play.py --help` lists it.
 """
 
+import math
 import os
 
 import hydra
@@ -17,8 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 
 import unienv
 from unienv import sweep
+from unienv.errors import ArgumentError
 from unienv.render import tile
 from unienv.rollout import make_policy, rollout
+
+# video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.pt2
+OmegaConf.register_new_resolver("stem", lambda path: os.path.splitext(os.path.basename(str(path)))[0])
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")
@@ -27,6 +32,8 @@ def main(cfg: DictConfig) -> None:
     task_options = OmegaConf.to_container(cfg.task)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
+    if isinstance(cfg.video.fps, bool) or not isinstance(cfg.video.fps, int | float) or cfg.video.fps <= 0:
+        raise ArgumentError(f"video.fps: expected a number > 0, got {cfg.video.fps!r}")
     sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true
     video = cfg.video.enabled and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
     env = unienv.make(
@@ -45,12 +52,12 @@ def main(cfg: DictConfig) -> None:
     )
     policy = make_policy(cfg.policy, env)
     writer = None
+    frame_every = max(1, math.ceil(env.metadata["render_fps"] / cfg.video.fps))
     if video:
         path = hydra.utils.to_absolute_path(cfg.video.path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        writer = imageio.get_writer(
-            path, fps=env.metadata["render_fps"], codec="libx264", quality=7, macro_block_size=8
-        )
+        fps = 1.0 / (env.task.dt * frame_every)  # real time
+        writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=7, macro_block_size=8)
     try:
         stats = rollout(
             env,
@@ -58,6 +65,7 @@ def main(cfg: DictConfig) -> None:
             cfg.steps,
             seed=cfg.seed,
             on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
+            frame_every=frame_every,
         )
     finally:
         if writer is not None:

@@ -1,6 +1,6 @@
 """Train a policy with rsl_rl's PPO on a unienv task, and write a policy file play.py replays.
 
-    python train.py                                        # cartpole balance, 64 envs, CPU
+    python train.py                                        # cartpole balance, 256 envs, CPU
     python train.py train.iterations=100 seed=1            # any config value from the command line
     python train.py train=ppo_ant backend=mjwarp num_envs=4096 device=cuda
     torchrun --nproc_per_node=4 train.py train=ppo_ant backend=mjwarp device=cuda
@@ -17,8 +17,10 @@ Process 0 logs to the Hydra run dir: rsl_rl's per-iteration report on stdout, Te
 It also writes `metrics.json` (train.metrics_path), rewritten after every iteration so that a run cut
 short keeps its curve: per iteration the env steps, seconds, steps/s, the mean return and length of
 the last 100 episodes and the means of rsl_rl's episode terms; then a summary and the evaluation
-(for the quadruped, its mean velocity-tracking error). train.max_seconds stops training after the
-iteration that passes that many seconds (a fixed time budget; one process only).
+(for the quadruped, its mean velocity-tracking error). Beside it, `learning_curve.png` draws the mean
+return and episode length over env steps (unienv.plots; needs matplotlib, the `plot` extra).
+train.max_seconds stops training after the iteration that passes that many seconds (a fixed time
+budget; one process only).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from rsl_rl.runners import OnPolicyRunner
 
 import unienv
+from unienv import plots
 from unienv.rollout import make_policy, rollout
 from unienv.wrappers.checkpoint import save_policy
 from unienv.wrappers.rsl_rl import RslRlVecEnv
@@ -261,6 +264,11 @@ def main(cfg: DictConfig) -> None:
         "mean_return": _number(mean_return),
     }
     write_json(metrics_path, metrics)
+    curve = os.path.join(os.path.dirname(metrics_path), "learning_curve.png")
+    processes = f" x {world} processes" if world > 1 else ""
+    title = f"rsl_rl PPO on {task} ({backend}, {cfg.num_envs} envs{processes})"
+    if plots.learning_curve(runner.curve, curve, title) is not None:
+        print(f"learning curve: {curve}")
 
     path = hydra.utils.to_absolute_path(cfg.train.policy_path or os.path.join(run_dir, "policy.pt2"))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

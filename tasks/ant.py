@@ -38,7 +38,7 @@ class Ant(Task):
     sim_dt = 0.01
     decimation = 5
     single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
-    camera = {"distance": 5.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
+    camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
 
     def __init__(
         self,

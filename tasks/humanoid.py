@@ -36,7 +36,7 @@ class Humanoid(Task):
     decimation = 5
     single_action_space = gym.spaces.Box(-0.4, 0.4, (17,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (348,), np.float64)
-    camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
+    camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
     requires = ("mj_fields",)
 
     def __init__(

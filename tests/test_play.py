@@ -1,6 +1,8 @@
 """play.py and the benchmark, run as a user runs them."""
 
+import math
 import os
+import re
 import subprocess
 import sys
 
@@ -10,7 +12,7 @@ import pytest
 import torch
 
 from unienv import bench
-from unienv.tasks import TASKS
+from unienv.tasks import TASKS, task_class
 
 from .contract.conftest import MJWARP_DEVICE
 
@@ -28,12 +30,14 @@ def play(*overrides, cwd):
 
 
 def test_play_records_a_non_blank_tiled_video(tmp_path):
-    path = tmp_path / "cartpole.mp4"
-    done = play("steps=30", "num_envs=4", "video.envs=4", f"video.path={path}", cwd=tmp_path)
+    done = play("steps=30", "num_envs=4", "video.envs=4", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    path = tmp_path / "videos" / "cartpole_mujoco_random.mp4"  # named for task, backend and policy
     assert "episodes finished" in done.stdout and str(path) in done.stdout
-    frames = list(imageio.get_reader(str(path)).iter_data())
-    assert len(frames) == 31  # the reset frame and one per step
+    reader = imageio.get_reader(str(path))
+    frames = list(reader.iter_data())
+    # video.fps=30 at most: cartpole's 0.02 s steps make a frame every 2nd step, 25 fps in real time
+    assert len(frames) == 16 and reader.get_meta_data()["fps"] == 25  # the reset frame, then 15
     h, w, _ = frames[0].shape
     assert (h, w) == (2 * 360, 2 * 480)  # 4 envs tiled 2 x 2
     assert min(float(f.std()) for f in frames) > 10  # every frame shows the scene
@@ -50,6 +54,18 @@ def test_play_runs_a_saved_policy_without_video(tmp_path):
     assert not (tmp_path / "videos").exists()
 
 
+def test_a_replay_gets_its_own_video_and_a_quiet_progress_bar(tmp_path):
+    """A policy file's video is named for it; a bar on a non-terminal stderr is drawn at start and
+    end, not once per step."""
+    torch.save(torch.nn.Sequential(torch.nn.Linear(5, 1), torch.nn.Tanh()), tmp_path / "balance.pt")
+    steps = ("steps=300", "num_envs=2", "video.envs=1", "video.width=64", "video.height=48")
+    done = play(*steps, f"policy={tmp_path / 'balance.pt'}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "videos" / "cartpole_mujoco_balance.mp4").exists()
+    bar = [update for update in re.split("[\r\n]", done.stderr) if update.startswith("cartpole x2")]
+    assert len(bar) == 2 and "300/300" in bar[-1], done.stderr  # 0% and 100%
+
+
 def test_play_reports_bad_config_clearly(tmp_path):
     done = play("num_env=2", cwd=tmp_path)
     assert done.returncode != 0 and "num_env" in done.stderr
@@ -57,6 +73,9 @@ def test_play_reports_bad_config_clearly(tmp_path):
     assert done.returncode != 0 and "cartpol" in done.stderr
     done = play("policy=no/such/policy.pt", "video.enabled=false", cwd=tmp_path)
     assert done.returncode != 0 and "policy" in done.stderr
+    done = play("video.fps=0", cwd=tmp_path)
+    assert done.returncode != 0 and "video.fps: expected a number > 0, got 0" in done.stderr
+    assert not (tmp_path / "videos").exists()
 
 
 def test_bench_measures_raw_backend_and_env_side_by_side():
@@ -93,5 +112,6 @@ def test_play_records_every_task(task, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     frames = list(imageio.get_reader(str(path)).iter_data())
-    assert len(frames) == 9 and frames[0].shape == (120, 320, 3)
+    every = math.ceil(round(1 / task_class(task)().dt) / 30)  # video.fps=30 at most
+    assert len(frames) == 1 + 8 // every and frames[0].shape == (120, 320, 3)
     assert min(float(f.std()) for f in frames) > 5  # the scene, not a blank image

@@ -5,13 +5,26 @@ order, which every backend reports; so videos look the same whatever engine
 produced the state, and no engine needs a renderer of its own. Headless
 machines use EGL (or OSMesa, with MUJOCO_GL=osmesa); unienv sets
 MUJOCO_GL=egl on import when the variable is unset and there is no display.
+
+Every scene is rendered in one look (`dressed_model`): a gradient sky, a
+checkered floor that shows motion, a bright headlight. The look is applied
+to the renderer's own copy of the model and changes visual elements only, so
+the physics, which each backend builds from the scene file, never sees it.
+Its quality settings are chosen for software rendering (no GPU): no
+multisampling, no floor reflection and no shadows cut a 480x360 frame of
+the quadruped from 170 to 17-23 ms on 2 busy cores (README, "Videos").
 """
 
 from __future__ import annotations
 
+import argparse
+import concurrent.futures
 import math
+import multiprocessing
 import os
-from collections.abc import Iterable, Mapping
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import imageio.v2 as imageio
@@ -36,14 +49,109 @@ def _headless_gl() -> None:
     gl_context.GLContext = egl.GLContext
 
 
+SKY = {"rgb1": (0.3, 0.5, 0.7), "rgb2": (0.0, 0.0, 0.0)}  # a gradient from blue at the zenith
+FLOOR = {"rgb1": (0.25, 0.35, 0.45), "rgb2": (0.15, 0.25, 0.35), "markrgb": (0.8, 0.8, 0.8)}  # edged checker
+FLOOR_SQUARES_PER_M = 2  # texrepeat of the 2 x 2 checker texture per metre: squares of 25 cm
+
+
+def dressed_model(
+    scene: str,
+    *,
+    offsamples: int = 0,
+    reflectance: float = 0.0,
+    shadows: bool = False,
+    shadowsize: int = 1024,
+) -> mujoco.MjModel:
+    """The scene's model in unienv's look, for rendering only.
+
+    The scene's skybox is replaced by SKY and its ground planes take the FLOOR
+    checker; a scene without one gets a collision-free floor under its lowest
+    geom. The headlight lights the camera's side of the robot, which the
+    scenes' top lights leave dark. Only textures, materials, lights, visual
+    options and that visual-only floor change: qpos means what it means in
+    the scene. The keywords are the quality settings (multisampling, floor
+    reflectance, the scene lights' shadows and their map size), each a cost in
+    software rendering (`python -m unienv.render` measures them); shadows, off
+    by default, cost most and barely show on this floor under top lights.
+    """
+    spec = mujoco.MjSpec.from_file(scene)
+    for texture in [t for t in spec.textures if t.type == mujoco.mjtTexture.mjTEXTURE_SKYBOX]:
+        spec.delete(texture)
+    spec.add_texture(
+        name="unienv_sky",
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        width=512,
+        height=3072,
+        **SKY,
+    )
+    spec.add_texture(
+        name="unienv_floor",
+        type=mujoco.mjtTexture.mjTEXTURE_2D,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        mark=mujoco.mjtMark.mjMARK_EDGE,
+        width=300,
+        height=300,
+        **FLOOR,
+    )
+    textures = [""] * mujoco.mjtTextureRole.mjNTEXROLE
+    textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "unienv_floor"
+    spec.add_material(
+        name="unienv_floor",
+        textures=textures,
+        texuniform=True,
+        texrepeat=[FLOOR_SQUARES_PER_M] * 2,
+        reflectance=reflectance,
+    )
+    floors = [g for g in spec.worldbody.geoms if g.type == mujoco.mjtGeom.mjGEOM_PLANE]
+    if not floors:
+        model = _compile(spec)
+        data = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, data)
+        lowest = float(np.min(data.geom_xpos[:, 2] - model.geom_rbound))
+        floors = [
+            spec.worldbody.add_geom(
+                type=mujoco.mjtGeom.mjGEOM_PLANE, pos=[0, 0, lowest], size=[0, 0, 1], contype=0, conaffinity=0
+            )
+        ]
+    for floor in floors:
+        floor.material = "unienv_floor"
+        floor.rgba = [0.5, 0.5, 0.5, 1]  # MuJoCo's default: the material's colour shows
+    if not any(light.type == mujoco.mjtLightType.mjLIGHT_DIRECTIONAL for light in spec.lights):
+        # spotlights light a circle of floor; a sun lights it to the horizon (no second shadow pass)
+        spec.worldbody.add_light(
+            type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, pos=[0, 0, 4], dir=[0, 0, -1], castshadow=False
+        )
+    headlight = spec.visual.headlight
+    headlight.ambient, headlight.diffuse, headlight.specular = [0.3] * 3, [0.6] * 3, [0.0] * 3
+    spec.visual.rgba.haze = [0.15, 0.25, 0.35, 1.0]
+    for light in spec.lights:
+        light.castshadow = light.castshadow and shadows
+    spec.visual.quality.offsamples = offsamples
+    spec.visual.quality.shadowsize = shadowsize
+    return _compile(spec)
+
+
+def _compile(spec: mujoco.MjSpec) -> mujoco.MjModel:
+    with warnings.catch_warnings():  # Gymnasium's scenes set it; a renderer needs no masses
+        warnings.filterwarnings("ignore", "compiler attribute 'settotalmass' is deprecated")
+        return spec.compile()
+
+
 class Renderer:
     """Renders (H, W, 3) uint8 frames of a scene from qpos rows, with a free camera."""
 
     def __init__(
-        self, scene: str, width: int = 640, height: int = 480, camera: Mapping[str, Any] | None = None
+        self,
+        scene: str,
+        width: int = 640,
+        height: int = 480,
+        camera: Mapping[str, Any] | None = None,
+        model: mujoco.MjModel | None = None,
     ):
+        """model: the scene's model to draw; by default dressed_model(scene)."""
         _headless_gl()
-        self.model = mujoco.MjModel.from_xml_path(scene)
+        self.model = dressed_model(scene) if model is None else model
         self.model.vis.global_.offwidth = max(width, self.model.vis.global_.offwidth)
         self.model.vis.global_.offheight = max(height, self.model.vis.global_.offheight)
         self.data = mujoco.MjData(self.model)
@@ -89,3 +197,86 @@ def write_video(path: str, frames: Iterable[np.ndarray], fps: int) -> str:
         for frame in frames:
             writer.append_data(frame)
     return path
+
+
+# ---- `python -m unienv.render`: what each rendering option costs -------------------------------
+
+
+def _frame_seconds(renderer: Renderer, qpos: np.ndarray, frames: int) -> float:
+    renderer.render(qpos)  # the first frame uploads textures and compiles shaders
+    start = time.perf_counter()
+    for _ in range(frames):
+        renderer.render(qpos)
+    return (time.perf_counter() - start) / frames
+
+
+def _worker_frames(task: str, width: int, height: int, frames: int) -> float:
+    """In a worker process: render `frames` frames of the task's scene; returns the seconds."""
+    from unienv.tasks import task_class
+
+    t = task_class(task)()
+    renderer = _WORKER.get((task, width, height))
+    if renderer is None:
+        renderer = _WORKER[task, width, height] = Renderer(t.scene, width, height, t.camera)
+    return _frame_seconds(renderer, renderer.model.qpos0, frames) * frames
+
+
+_WORKER: dict = {}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """Milliseconds per frame of one task's scene for each rendering option, best of interleaved
+    rounds, and the cost of a renderer (GL context, shaders, textures) and of a 2-process pool."""
+    from unienv.tasks import task_class
+
+    parser = argparse.ArgumentParser(prog="python -m unienv.render", description=main.__doc__)
+    parser.add_argument("--task", default="quadruped")
+    parser.add_argument("--width", type=int, default=480)
+    parser.add_argument("--height", type=int, default=360)
+    parser.add_argument("--frames", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    task = task_class(args.task)()
+    size = (args.width, args.height)
+    options = {
+        "scene as written (MuJoCo's defaults)": (size, lambda: mujoco.MjModel.from_xml_path(task.scene)),
+        "unienv's look (the default)": (size, lambda: dressed_model(task.scene)),
+        "  + 4x multisampling": (size, lambda: dressed_model(task.scene, offsamples=4)),
+        "  + floor reflectance 0.2": (size, lambda: dressed_model(task.scene, reflectance=0.2)),
+        "  + shadows, 1024-pixel map": (size, lambda: dressed_model(task.scene, shadows=True)),
+        "  + shadows, 4096-pixel map": (
+            size,
+            lambda: dressed_model(task.scene, shadows=True, shadowsize=4096),
+        ),
+        "  at 320 x 240": ((320, 240), lambda: dressed_model(task.scene)),
+    }
+    best = dict.fromkeys(options, math.inf)
+    start = time.perf_counter()
+    Renderer(task.scene, *size, task.camera).close()
+    created = time.perf_counter() - start
+    for _ in range(args.rounds):
+        for name, ((width, height), model) in options.items():
+            renderer = Renderer(task.scene, width, height, task.camera, model=model())
+            best[name] = min(best[name], _frame_seconds(renderer, renderer.model.qpos0, args.frames))
+            renderer.close()
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+        def both(frames: int) -> float:  # each worker renders `frames`; returns the wall time
+            start = time.perf_counter()
+            list(pool.map(_worker_frames, [args.task] * 2, [args.width] * 2, [args.height] * 2, [frames] * 2))
+            return time.perf_counter() - start
+
+        started = both(1)  # processes started, unienv imported, a renderer each
+        best["unienv's look, 2 worker processes"] = both(args.frames // 2) / (args.frames // 2 * 2)
+    print(f"{args.task}, {args.width} x {args.height}, MUJOCO_GL={os.environ.get('MUJOCO_GL')}:")
+    for name, seconds in best.items():
+        print(f"  {name:40s} {1000 * seconds:7.1f} ms/frame")
+    print(f"  a renderer's creation (GL context, shaders, textures): {1000 * created:.0f} ms")
+    print(f"  the 2-process pool's start (spawn, import, renderers): {1000 * started:.0f} ms")
+    return best | {"renderer_creation": created, "pool_start": started}
+
+
+if __name__ == "__main__":
+    import unienv  # noqa: F401  (MUJOCO_GL=egl on a headless machine, before the first render)
+
+    main()

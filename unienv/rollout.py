@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -81,16 +82,24 @@ def rollout(
     *,
     seed: int | None = None,
     on_frame: Callable[[tuple[np.ndarray, ...]], None] | None = None,
+    frame_every: int = 1,
     on_step: Callable[[torch.Tensor, dict], None] | None = None,
     progress: bool = True,
 ) -> RolloutStats:
-    """Step env `steps` times under policy (SAME_STEP autoreset); frames go to on_frame, and
-    each step's observation and info to on_step (e.g. to measure something along the way)."""
+    """Step env `steps` times under policy (SAME_STEP autoreset). The frames of the reset and of
+    every frame_every-th step go to on_frame; each step's observation and info to on_step (e.g.
+    to measure something along the way)."""
+    if isinstance(frame_every, bool) or not isinstance(frame_every, int) or frame_every < 1:
+        raise ArgumentError(f"frame_every: expected an int >= 1, got {frame_every!r}")
     stats = RolloutStats()
     obs, _ = env.reset(seed=seed)
     if on_frame is not None:
         on_frame(env.render())
-    for _ in tqdm(range(steps), desc=f"{env.task.name} x{env.num_envs}", disable=not progress, unit="step"):
+    # tqdm's bar on stderr; where that is not a terminal (a log, CI, a sweep's workers) it is
+    # redrawn at most once a minute, so that a run writes a few lines rather than one per step
+    interval = 0.1 if sys.stderr.isatty() else 60.0
+    desc = f"{env.task.name} x{env.num_envs}"
+    for step in tqdm(range(steps), desc, unit="step", disable=not progress, mininterval=interval):
         obs, _, terminated, _, info = env.step(policy(obs))
         stats.steps += 1
         if on_step is not None:
@@ -101,6 +110,6 @@ def rollout(
             stats.returns += episode["r"].cpu().numpy()[done].tolist()
             stats.lengths += episode["l"].cpu().numpy()[done].tolist()
             stats.terminated += terminated.cpu().numpy()[done].tolist()
-        if on_frame is not None:
+        if on_frame is not None and (step + 1) % frame_every == 0:
             on_frame(env.render())
     return stats

@@ -10,7 +10,7 @@ On every installed backend that runs the task, against the mujoco backend:
   returns    the policy closed loop on each backend (num_envs envs, SAME_STEP autoreset):
              episode return mean, std and the 2.5-97.5 % interval, with DR off and on (a
              generic set: masses, friction, actuator gains x U(0.9, 1.1)); a PNG of them with
-             --plot (needs matplotlib).
+             --plot (needs matplotlib: the plot extra).
   declared   each backend's declared differences (Capabilities.differences).
 
 Nothing here changes a backend: it is a report.
@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 import unienv
+from unienv import plots
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.rollout import make_policy, rollout
 from unienv.tasks import task_class
@@ -169,16 +170,11 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _plot(task: str, policy: str, returns: dict, path: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ModuleNotFoundError:
-        print(f"--plot: matplotlib is not installed (pip install matplotlib); {path} not written")
-        return
     labels = [f"{b}\n{d}" for b, d in returns]
-    fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 4))
+    fig = plots.new_figure(path, figsize=(1.6 * len(labels) + 2, 4))
+    if fig is None:
+        return
+    ax = fig.subplots()
     ax.boxplot([r if len(r) else [np.nan] for r in returns.values()], whis=(2.5, 97.5))
     ax.set_xticks(range(1, len(labels) + 1), labels)
     ax.set_ylabel("episode return")

@@ -19,7 +19,9 @@ play.py records no video unless `+sweep.video=true`, and each job writes
 
 When the sweep ends, the `SweepSummary` callback (in cfg/config.yaml under
 hydra.callbacks) gathers every run's metrics into `summary.csv` and
-`summary.json` in the sweep directory and prints the table;
+`summary.json` in the sweep directory, draws `summary.png` (unienv.plots: the
+mean return as a heatmap over two swept parameters, else bars with the
+standard deviation as error bars) and prints the table;
 `python -m unienv.sweep SWEEP_DIR` does the same afterwards. Reading the runs'
 files, not the launcher's return values, makes the summary the same whatever
 launcher ran the jobs and wherever.
@@ -36,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hydra.experimental.callback import Callback
+
+from unienv import plots
 
 METRICS = "metrics.json"
 _SHOWN = ("episodes", "return_mean", "return_std", "length_mean", "termination_rate")
@@ -89,12 +93,14 @@ def collect(sweep_dir: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def summarize(sweep_dir: str | os.PathLike) -> str:
-    """Write summary.csv and summary.json in the sweep directory; returns the table."""
+    """Write summary.csv, summary.json and summary.png in the sweep directory; returns the table."""
     rows = collect(sweep_dir)
     if rows:
         _write_csv(os.path.join(sweep_dir, "summary.csv"), rows)
         with open(os.path.join(sweep_dir, "summary.json"), "w") as f:
             json.dump(rows, f, indent=2, allow_nan=True)
+        settings = [dict(o.split("=", 1) for o in run if "=" in o) for run in _swept(rows)]
+        plots.sweep_returns(settings, rows, os.path.join(sweep_dir, "summary.png"))
     return format_table(rows)
 
 
@@ -104,7 +110,7 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return "no runs with metrics found"
     terms = sorted({k[3:-4] for r in rows for k in r if k.startswith("dr.") and k.endswith(".min")})
-    swept = _varying([str(r.get("overrides", "")).split() for r in rows])
+    swept = _swept(rows)
     header = ["job", "setting", "episodes", "return", "length", "term.rate"] + terms
     lines = [header]
     for r, setting in zip(rows, swept, strict=True):
@@ -132,11 +138,13 @@ class SweepSummary(Callback):
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         sweep_dir = str(config.hydra.sweep.dir)
         table = summarize(sweep_dir)
-        print(f"\nDR sweep summary ({sweep_dir}/summary.csv):\n{table}", flush=True)
+        figure = ", summary.png" if os.path.exists(os.path.join(sweep_dir, "summary.png")) else ""
+        print(f"\nDR sweep summary ({sweep_dir}/summary.csv{figure}):\n{table}", flush=True)
 
 
-def _varying(overrides: Sequence[Sequence[str]]) -> list[list[str]]:
+def _swept(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Each run's overrides less those that every run shares (the sweep's settings)."""
+    overrides = [str(r.get("overrides", "")).split() for r in rows]
     common = set.intersection(*map(set, overrides)) if len(overrides) > 1 else set()
     return [[o for o in run if o not in common] for run in overrides]
 

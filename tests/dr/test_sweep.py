@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import imageio.v2 as imageio
 import pytest
 
 from unienv import sweep
@@ -61,6 +62,8 @@ def check_sweep(stdout, sweep_dir):
         assert int(row["episodes"]) >= 4
         assert 0.0 <= float(row["termination_rate"]) <= 1.0
         assert float(row["dr.kp.min"]) >= 0.9 and float(row["dr.kp.max"]) <= 1.1
+    figure = imageio.imread(sweep_dir / "summary.png")  # the heatmap of friction x mass, a valid PNG
+    assert figure.ndim == 3 and figure.shape[0] > 300 and figure.shape[1] > 300 and figure.std() > 10
     with open(sweep_dir / "summary.json") as fh:
         return json.load(fh)
 
@@ -120,3 +123,36 @@ def test_summary_table_marks_the_swept_settings():
     table = sweep.format_table(rows).splitlines()
     assert table[0].split() == ["job", "setting", "episodes", "return", "length", "term.rate", "mass"]
     assert "dr.mass.range=0.8" in table[2] and "task=ant" not in table[2]
+
+
+def one_parameter_sweep(directory):
+    for job, (mass, mean) in enumerate((("0.8", 12.0), ("1.0", 15.0), ("1.2", 9.0))):
+        summary = {
+            "episodes": 4,
+            "return_mean": mean,
+            "return_std": 2.0,
+            "length_mean": 20.0,
+            "termination_rate": 0.5,
+        }
+        row = sweep.run_metrics(
+            summary, {}, job=job, overrides=f"task=ant dr.mass.range={mass}", task="ant", backend="mujoco"
+        )
+        sweep.write_run(row, directory / str(job))
+
+
+def test_a_one_parameter_sweep_draws_bars(tmp_path):
+    one_parameter_sweep(tmp_path)
+    table = sweep.summarize(tmp_path)
+    assert "dr.mass.range=1.2" in table
+    figure = imageio.imread(tmp_path / "summary.png")
+    assert figure.ndim == 3 and figure.shape[1] > 300 and figure.std() > 10
+
+
+def test_a_sweep_without_matplotlib_says_so_and_writes_its_tables(tmp_path, monkeypatch, capsys):
+    one_parameter_sweep(tmp_path)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails as if not installed
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    sweep.summarize(tmp_path)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "matplotlib is not installed (pip install 'unienv[plot]')" in out
+    assert (tmp_path / "summary.csv").exists() and not (tmp_path / "summary.png").exists()

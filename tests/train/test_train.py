@@ -48,6 +48,7 @@ def test_cartpole_trains_to_the_maximum_and_play_replays_it(tmp_path):
     evaluated = re.search(r"eval: (\d+) episodes, return ([\d.]+)", out)
     assert evaluated and float(evaluated[2]) > 0.95 * MAX_RETURN, out[-2000:]
     assert list((tmp_path / "run").glob("events.out.tfevents.*"))  # TensorBoard in the Hydra run dir
+    assert_learning_curve(tmp_path / "run")
 
     # the saved policy, replayed deterministically on fresh seeds, keeps every pole up for a whole episode
     env = unienv.make("cartpole", num_envs=16, seed=123)
@@ -73,7 +74,7 @@ def test_cartpole_trains_to_the_maximum_and_play_replays_it(tmp_path):
         cwd=tmp_path,
     )
     assert "1 episodes finished; return 500.00" in out and "length 500.0, termination rate 0.00" in out, out
-    assert len(list(imageio.get_reader(str(video)).iter_data())) == 501
+    assert len(list(imageio.get_reader(str(video)).iter_data())) == 251  # the reset, then every 2nd step
 
 
 def test_torchrun_trains_with_two_cpu_processes(tmp_path):
@@ -103,3 +104,11 @@ def test_torchrun_trains_with_two_cpu_processes(tmp_path):
     assert len(digests) == 1, out  # gradients averaged over both processes: one policy
     assert "x16 envs x2 processes: 2048 env steps" in out  # 2 iterations x 32 steps x 16 envs x 2
     assert policy.exists() and out.count("policy: ") == 1  # written once, by rank 0
+    assert len(list((tmp_path / "run").glob("events.out.tfevents.*"))) == 1  # TensorBoard, rank 0's
+    assert_learning_curve(tmp_path / "run")
+
+
+def assert_learning_curve(run_dir):
+    """train.py draws its curve beside metrics.json: a valid PNG of two panels, not a blank image."""
+    figure = imageio.imread(run_dir / "learning_curve.png")
+    assert figure.ndim == 3 and figure.shape[1] > 2 * figure.shape[0] > 600 and figure.std() > 10
