@@ -1,4 +1,4 @@
-"""Offscreen rendering of any backend's state, and mp4 writing.
+"""Offscreen rendering of any backend's state.
 
 Frames are rendered by MuJoCo from the scene's MJCF and a qpos row in MJCF
 order, which every backend reports; so videos look the same whatever engine
@@ -27,7 +27,6 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import imageio.v2 as imageio
 import mujoco
 import numpy as np
 
@@ -188,15 +187,6 @@ def tile(frames: Iterable[np.ndarray], columns: int | None = None) -> np.ndarray
         r, col = divmod(k, columns)
         grid[r * h : (r + 1) * h, col * w : (col + 1) * w] = f
     return grid
-
-
-def write_video(path: str, frames: Iterable[np.ndarray], fps: int) -> str:
-    """Write frames to an H.264 mp4 (ffmpeg from imageio-ffmpeg); returns the path."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with imageio.get_writer(path, fps=fps, codec="libx264", quality=7, macro_block_size=8) as writer:
-        for frame in frames:
-            writer.append_data(frame)
-    return path
 
 
 # ---- `python -m unienv.render`: what each rendering option costs -------------------------------
