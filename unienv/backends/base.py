@@ -55,6 +55,7 @@ from unienv.errors import (
     unknown_name,
 )
 
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 OBJECT_KINDS = ("body", "joint", "actuator", "site", "geom", "sensor")
 
 MJ_FIELDS = {
@@ -325,7 +326,12 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"num_envs: expected a positive int, got {num_envs!r}")
         if num_envs < 1:
             raise ArgumentError(f"num_envs: expected a positive int, got {num_envs}")
-        if sim_dt.__class__ not in (int, float) or not np.isfinite(sim_dt) or sim_dt <= 0:
+        if (
+            isinstance(sim_dt, bool)
+            or not isinstance(sim_dt, (int, float))
+            or not np.isfinite(sim_dt)
+            or sim_dt <= 0
+        ):
             raise ArgumentError(f"sim_dt: expected a positive finite number, got {sim_dt!r}")
         if device is not None:
             checked_device(device)
@@ -499,7 +505,7 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"mask: expected a tensor on {self.device}, got {mask.device}")
         qpos = self._checked_rows(qpos, "qpos", self.num_envs, self.nq, finite=not self._sync_free)
         qvel = self._checked_rows(qvel, "qvel", self.num_envs, self.nv, finite=not self._sync_free)
-        if self._sync_free:
+        if self._sync_free:  # (checked rows are in the backend's dtype: an overflow is an inf)
             finite = torch.isfinite(qpos).all(1) & torch.isfinite(qvel).all(1)
             self._nonfinite_input |= mask & ~finite
         self._set_state_mask(mask, qpos, qvel)
@@ -601,6 +607,10 @@ class SimBackend(abc.ABC):
         self._ready()
         ids, order = self._checked_ids(torch.arange(self.num_envs) if env_ids is None else env_ids)
         portable = 1 + self.nq + self.nv
+        if state.__class__ is not torch.Tensor:
+            raise ArgumentError(
+                f"state: expected a torch.Tensor ({len(ids)}, {self.physics_state_size}), got {type(state).__name__}"
+            )
         width = state.shape[-1] if isinstance(state, torch.Tensor) and state.ndim == 2 else -1
         if width not in (portable, self.physics_state_size):
             raise ArgumentError(
@@ -707,6 +717,14 @@ class SimBackend(abc.ABC):
     def _capabilities(self) -> Capabilities:
         return self.get_capabilities()
 
+    @functools.cached_property
+    def _dtype(self) -> torch.dtype:
+        return self._capabilities.dtype
+
+    @functools.cached_property
+    def _nonfinite(self) -> str:
+        return f"contains NaN or inf, or a value beyond {str(self._dtype).removeprefix('torch.')}'s range"
+
     def _require(self, feature: str) -> None:
         if not getattr(self._capabilities, feature):
             raise CapabilityError(f"the {self.name} backend does not support {feature}")
@@ -739,8 +757,8 @@ class SimBackend(abc.ABC):
                 raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
 
     def _checked_rows(self, x: Any, name: str, n: int, width: int, finite: bool = True) -> torch.Tensor:
-        """A float tensor (n, width) on the backend device; with `finite`, checked on the
-        host to hold no NaN or inf."""
+        """A float tensor (n, width) on the backend device, in the backend's dtype; with
+        `finite`, checked on the host to hold no NaN or inf and nothing beyond that dtype's range."""
         if x.__class__ is not torch.Tensor:
             raise ArgumentError(f"{name}: expected a torch.Tensor ({n}, {width}), got {type(x).__name__}")
         if x.shape != (n, width):
@@ -749,8 +767,9 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
         if x.device != self.device:
             raise ArgumentError(f"{name}: expected a tensor on {self.device}, got {x.device}")
+        x = x.to(self._dtype)  # a value beyond the dtype's range becomes inf here, and is refused
         if finite and not self._all_finite(x):
-            raise ArgumentError(f"{name}: contains NaN or inf")
+            raise ArgumentError(f"{name}: {self._nonfinite}")
         return x
 
     def _checked_array(self, x: Any, name: str, shape: tuple[int, ...], finite: bool = True) -> torch.Tensor:
@@ -762,15 +781,17 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected shape {shape}, got {tuple(x.shape)}")
         if not x.dtype.is_floating_point:
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
-        if finite and not bool(torch.isfinite(x).all()):
-            raise ArgumentError(f"{name}: contains NaN or inf")
-        return x.to(self.device)
+        x = x.to(self.device)
+        if finite and not bool(torch.isfinite(x.to(self._dtype)).all()):
+            raise ArgumentError(f"{name}: {self._nonfinite}")
+        return x
 
     def _dr_problems(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
         """(rows, what is wrong) for each rule of the term (`dr_rules.problems`) and of the
         engine (`_dr_limits`) that values (n, *shape) break; on the device, no host read."""
         if term not in self._dr_compiled:
             self._dr_compiled[term] = self._dr_default(term).to(self.device)
+        values = values.to(self._dtype)  # a value beyond the backend's range becomes inf: refused
         return problems(term, values, self._dr_compiled[term]) + self._dr_limits(term, values)
 
     def _refuse_bad_rows(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
@@ -784,9 +805,15 @@ class SimBackend(abc.ABC):
 
     def _checked_ids(self, env_ids: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Sorted unique int64 CPU ids in range, and the sorting order (None if sorted)."""
-        ids = torch.as_tensor(env_ids)
-        if ids.ndim != 1 or ids.dtype in (torch.bool,) or ids.dtype.is_floating_point:
-            raise ArgumentError(f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}")
+        expected = f"env_ids: expected a 1-D sequence or tensor of integer ids in [0, {self.num_envs})"
+        if isinstance(env_ids, (list, tuple)) and not env_ids:
+            env_ids = torch.zeros(0, dtype=torch.int64)  # torch reads [] as float32
+        try:
+            ids = torch.as_tensor(env_ids)
+        except (TypeError, ValueError, RuntimeError):
+            raise ArgumentError(f"{expected}, got {env_ids!r}") from None
+        if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
+            raise ArgumentError(f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}")
         ids = ids.to("cpu", torch.int64)
         a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
         if len(a) and (a.min() < 0 or a.max() >= self.num_envs):
