@@ -47,6 +47,12 @@ POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
 
 
+def option_defaults(name: str) -> dict[str, Any]:
+    """The task's constructor options and their defaults."""
+    params = list(inspect.signature(task_class(name).__init__).parameters.values())[1:]
+    return {p.name: p.default for p in params}
+
+
 def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The task's constructor options, each checked against its default's kind: a known name
     (or "did you mean"), a bool for a bool, a finite number for a number (> 0 for a length,

@@ -17,9 +17,10 @@ from collections.abc import Callable
 
 from hydra.errors import HydraException, MissingConfigException
 from omegaconf import OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from unienv.errors import ArgumentError, UnienvError, install_command, unknown_name
+from unienv.tasks import option_defaults
 
 USER_ERRORS = (UnienvError, HydraException, OmegaConfBaseException, ImportError, FileNotFoundError)
 
@@ -57,9 +58,14 @@ def message(e: BaseException) -> str:
         group, _, name = (e.missing_cfg_file or "").rpartition("/")
         return str(unknown_name(f"{group or 'config'} choice", name, e.options))
     cause = e.__cause__
-    if isinstance(cause, ConfigKeyError) and cause.parent_node is not None:  # task.episode_lenght_s=3
+    if (
+        isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None
+    ):  # task.episode_lenght_s=3
         parent, _, key = str(cause.full_key).rpartition(".")
-        valid = [f"{parent}.{k}" if parent else str(k) for k in cause.parent_node]
+        valid = [str(k) for k in cause.parent_node]
+        if parent == "task" and "name" in valid:  # the task's real options, not only its YAML's
+            valid = list(dict.fromkeys([*valid, *option_defaults(cause.parent_node["name"])]))
+        valid = [f"{parent}.{k}" if parent else k for k in valid]
         return str(unknown_name("config key", str(cause.full_key), valid))
     if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
         return f"the {e.name!r} package is not installed ({e})"
