@@ -151,6 +151,7 @@ class UniEnv(VectorEnv):
         self._obs_dtype = getattr(torch, np.dtype(self.single_observation_space.dtype).name)
         self._act_dim = int(np.prod(self.single_action_space.shape))
         low, high = self.single_action_space.low.reshape(-1), self.single_action_space.high.reshape(-1)
+        self._low_np, self._high_np = low, high
         self._act_low = torch.as_tensor(low, dtype=backend.get_capabilities().dtype, device=backend.device)
         self._act_high = torch.as_tensor(high, dtype=backend.get_capabilities().dtype, device=backend.device)
         self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
@@ -442,7 +443,11 @@ class UniEnv(VectorEnv):
                 self._nonfinite_seen |= ~finite.all()
             if self.out_of_bounds_actions == "raise":
                 self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
-        elif not np.isfinite(actions.numpy()).all():
+            return torch.clamp(actions, self._act_low, self._act_high), info
+        a = actions.numpy()  # host reads are free here: one check (False for NaN too) in the usual case
+        if ((a >= self._low_np) & (a <= self._high_np)).all():
+            return actions, info
+        if not np.isfinite(a).all():
             finite = torch.isfinite(actions).all(1)
             if self.nonfinite_actions == "raise":
                 bad = torch.nonzero(~finite).flatten().tolist()
@@ -451,7 +456,7 @@ class UniEnv(VectorEnv):
                 )
             actions = actions.masked_fill(~finite[:, None], 0.0)
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
-        elif self.out_of_bounds_actions == "raise":
+        if self.out_of_bounds_actions == "raise":
             outside = ((actions < self._act_low) | (actions > self._act_high)).any(1)
             if bool(outside.any()):
                 bad = torch.nonzero(outside).flatten().tolist()
