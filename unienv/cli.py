@@ -4,7 +4,8 @@ play.py, train.py and `python -m unienv` run their main function through `run(ma
 (an unienv error, a Hydra config error, a missing extra or file, a device that is not there)
 prints `error: <what, expected, given>` and exits with status 1; anything else is a bug and keeps
 its traceback. `--debug` on the command line or HYDRA_FULL_ERROR=1 in the environment shows the
-full traceback for every error.
+full traceback for every error (`run` passes that on to `report` as UNIENV_DEBUG, and sets
+HYDRA_FULL_ERROR=1 so that Hydra re-raises its config errors instead of printing them itself).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from hydra.errors import HydraException, MissingConfigException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
@@ -61,12 +62,14 @@ def message(e: BaseException) -> str:
     if (
         isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None
     ):  # task.episode_lenght_s=3
-        parent, _, key = str(cause.full_key).rpartition(".")
+        parent = str(cause.full_key).rpartition(".")[0]
         valid = [str(k) for k in cause.parent_node]
         if parent == "task" and "name" in valid:  # the task's real options, not only its YAML's
             valid = list(dict.fromkeys([*valid, *option_defaults(cause.parent_node["name"])]))
         valid = [f"{parent}.{k}" if parent else k for k in valid]
         return str(unknown_name("config key", str(cause.full_key), valid))
+    if isinstance(e, OverrideParseException):  # num_envs=[1
+        return f"{e.override!r} is not a valid override: {e.message.splitlines()[0]}"
     if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
         return f"the {e.name!r} package is not installed ({e})"
     if isinstance(e, FileNotFoundError):

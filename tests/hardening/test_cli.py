@@ -18,6 +18,7 @@ DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cli_driver.py
 MISTAKES = {
     ("num_envs=0",): "error: num_envs: expected a positive int, got 0",
     ("num_envs=abc",): "error: num_envs: expected an int, got 'abc'",
+    ("num_envs=[1",): "error: 'num_envs=[1' is not a valid override: no viable alternative at input '[1'",
     ("num_envs=1000000000",): "error: num_envs: 1000000000 envs of cartpole.xml need at least",
     ("steps=abc",): "error: steps: expected an int, got 'abc'",
     ("seed=-1",): "error: seed: expected an int in [0, 2**32) or None, got -1",
