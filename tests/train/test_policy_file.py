@@ -18,6 +18,7 @@ from unienv.rollout import make_policy
 from unienv.wrappers import checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRIVER = os.path.join(ROOT, "tests", "hardening", "cli_driver.py")
 
 
 @pytest.fixture(scope="module")
@@ -149,29 +150,17 @@ def test_no_loading_path_runs_the_code_of_a_malicious_file(tmp_path):
                 load(path)
             assert not marker.exists(), name
     env.close()
-    # play.py, one process per file, side by side
-    runs = {
-        name: subprocess.Popen(
-            [
-                sys.executable,
-                os.path.join(ROOT, "play.py"),
-                f"policy={path}",
-                "steps=2",
-                "video.enabled=false",
-            ],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, path in files.items()
-    }
-    for name, run in runs.items():
-        out, err = run.communicate(timeout=300)
-        assert run.returncode == 1 and "Traceback" not in err, err
-        lines = err.strip().splitlines()
-        assert lines[0].startswith("error: policy: ") and EXPECTED[name] in lines[0], err
-        assert not marker.exists(), name
+    # play.py, each file as `python play.py policy=<file>` runs it, in one process (cli_driver)
+    play = os.path.join(ROOT, "play.py")
+    cases = [[play, [f"policy={path}", "steps=2", "video.enabled=false"], None] for path in files.values()]
+    done = subprocess.run(
+        [sys.executable, DRIVER, json.dumps(cases)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name, (status, err) in zip(files, json.loads(done.stdout.strip().splitlines()[-1]), strict=True):
+        assert status == 1 and "Traceback" not in err, err
+        assert err.count("\n") == 1 and err.startswith("error: policy: ") and EXPECTED[name] in err, err
+    assert not marker.exists()
 
 
 def test_play_refuses_a_policy_of_another_layout_with_a_clear_message(policy_file, tmp_path):
