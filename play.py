@@ -2,10 +2,11 @@
 
     python play.py                                   # cartpole, mujoco, random policy
     python play.py task=ant num_envs=16 steps=500 policy=zero
-    python play.py task=cartpole policy=path/to/policy.pt video.envs=1
+    python play.py task=cartpole policy=path/to/policy.safetensors video.envs=1
     python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/sweep.py)
 
-Configuration lives in cfg/ (Hydra); `python play.py --help` lists it.
+Configuration lives in cfg/ (Hydra); `python play.py --help` lists it. A mistake prints one
+`error:` line; `--debug` (or HYDRA_FULL_ERROR=1) shows the full traceback.
 """
 
 import math
@@ -17,18 +18,20 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 import unienv
-from unienv import sweep
+from unienv import cli, sweep
 from unienv.errors import ArgumentError
 from unienv.render import tile
 from unienv.rollout import make_policy, rollout
 
-# video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.pt2
+# video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
 OmegaConf.register_new_resolver("stem", lambda path: os.path.splitext(os.path.basename(str(path)))[0])
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")
+@cli.report
 def main(cfg: DictConfig) -> None:
     torch.set_num_threads(1)  # the engine's threads use the cores; torch's small tensors need none
+    cli.check_ints(cfg, "num_envs", "steps", "video.envs")
     task_options = OmegaConf.to_container(cfg.task)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
@@ -88,4 +91,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)  # a user's mistake: one line, no traceback (--debug shows it)

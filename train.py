@@ -4,7 +4,7 @@
     python train.py train.iterations=100 seed=1            # any config value from the command line
     python train.py train=ppo_ant backend=mjwarp num_envs=4096 device=cuda
     torchrun --nproc_per_node=4 train.py train=ppo_ant backend=mjwarp device=cuda
-    python play.py policy=outputs/<date>/<time>/policy.pt2 # replay and record it
+    python play.py policy=outputs/<date>/<time>/policy.safetensors # replay and record it
 
 Configuration lives in cfg/train.yaml and the cfg/train/ presets (Hydra; `--help` lists it). Each
 process builds its own backend and its own num_envs envs on its device; under torchrun, process r
@@ -13,7 +13,7 @@ seed + r, and rsl_rl averages the gradients of all processes (nccl on GPUs, gloo
 
 Process 0 logs to the Hydra run dir: rsl_rl's per-iteration report on stdout, TensorBoard events
 (`tensorboard --logdir outputs`), rsl_rl's resumable checkpoints (model_<it>.pt), and at the end
-`policy.pt2` (see unienv.wrappers.checkpoint), then a deterministic evaluation of that file.
+`policy.safetensors` (see unienv.wrappers.checkpoint), then a deterministic evaluation of that file.
 It also writes `metrics.json` (train.metrics_path), rewritten after every iteration so that a run cut
 short keeps its curve: per iteration the env steps, seconds, steps/s, the mean return and length of
 the last 100 episodes and the means of rsl_rl's episode terms; then a summary and the evaluation
@@ -33,13 +33,17 @@ import time
 import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
-from rsl_rl.runners import OnPolicyRunner
 
-import unienv
-from unienv import plots
-from unienv.rollout import make_policy, rollout
-from unienv.wrappers.checkpoint import save_policy
-from unienv.wrappers.rsl_rl import RslRlVecEnv
+from unienv import cli
+
+cli.require_extra("rsl_rl", extra="rsl-rl")
+from rsl_rl.runners import OnPolicyRunner  # noqa: E402
+
+import unienv  # noqa: E402
+from unienv import plots  # noqa: E402
+from unienv.rollout import make_policy, rollout  # noqa: E402
+from unienv.wrappers.checkpoint import save_policy  # noqa: E402
+from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor  # noqa: E402
 
 
 class OutOfTime(Exception):
@@ -179,8 +183,10 @@ def process_group() -> tuple[int, int, int]:
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="train")
+@cli.report
 def main(cfg: DictConfig) -> None:
     rank, local_rank, world = process_group()
+    cli.check_ints(cfg, "num_envs", "seed")
     max_seconds = cfg.train.max_seconds
     if max_seconds is not None and world > 1:  # processes stopping at different iterations would hang
         raise ValueError("train.max_seconds: a time budget needs one process (got WORLD_SIZE > 1)")
@@ -270,9 +276,9 @@ def main(cfg: DictConfig) -> None:
     if plots.learning_curve(runner.curve, curve, title) is not None:
         print(f"learning curve: {curve}")
 
-    path = hydra.utils.to_absolute_path(cfg.train.policy_path or os.path.join(run_dir, "policy.pt2"))
+    path = hydra.utils.to_absolute_path(cfg.train.policy_path or os.path.join(run_dir, "policy.safetensors"))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    actor = runner.get_inference_policy(device="cpu").as_jit()
+    actor = exportable_actor(runner)
     info = {
         "library": "rsl_rl",
         "iterations": iterations,
@@ -330,4 +336,4 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)

@@ -18,7 +18,7 @@
 #   (warm, no carry)                                bash gpu/genesis_check.sh contract
 # CONTRACT_K narrows the suite (a pytest -k expression, e.g. "genesis and not dr_"); TASKS, NUM_ENVS,
 # BENCH_SECONDS, BENCH_ROUNDS, TRAIN_* and the *_LIMIT step timeouts are in gpu/lib.sh. Results in $OUT:
-# summary.txt, and per step <step>_genesis.log and .json (train also policy_genesis.pt2). Exits 1 if any
+# summary.txt, and per step <step>_genesis.log and .json (train also policy_genesis.safetensors). Exits 1 if any
 # step fails.
 # CPU rehearsal (no carry sets, device cpu, tiny counts): UNIENV_GPU_REHEARSAL=1 bash gpu/genesis_check.sh all
 : "${BENCH_LIMIT:=330}" # three scene builds per row, each a few seconds at 65536 envs

@@ -209,16 +209,16 @@ EOF
 }
 
 # train ENGINE [HYDRA_OVERRIDES...]: train.py (rsl_rl PPO) on $TRAIN_TASK for $TRAIN_SECONDS; its curve,
-# summary and evaluation in train_ENGINE.json, the policy in policy_ENGINE.pt2
+# summary and evaluation in train_ENGINE.json, the policy in policy_ENGINE.safetensors
 train() {
   local engine=$1 name="train_$1"
   shift
   step "$name" "$TRAIN_LIMIT" "$PY" -P train.py "train=ppo_$TRAIN_TASK" "backend=$engine" "device=$DEVICE" \
     "num_envs=$TRAIN_ENVS" "train.iterations=$TRAIN_ITERATIONS" "train.max_seconds=$TRAIN_SECONDS" \
-    "train.eval_steps=$TRAIN_EVAL_STEPS" "train.policy_path=$OUT/policy_$engine.pt2" \
+    "train.eval_steps=$TRAIN_EVAL_STEPS" "train.policy_path=$OUT/policy_$engine.safetensors" \
     "train.metrics_path=$OUT/$name.json" "hydra.run.dir=$WORK/$name" "$@"
   sed -i 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log"
-  report "$name" "$OUT/$name.json" "$OUT/policy_$engine.pt2" << 'EOF'
+  report "$name" "$OUT/$name.json" "$OUT/policy_$engine.safetensors" << 'EOF'
 import json, os, statistics, sys
 m = json.load(open(sys.argv[1]))
 curve, s, e = m["curve"], m.get("summary"), m.get("eval") or {}

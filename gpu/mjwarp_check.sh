@@ -24,7 +24,7 @@
 # no carry (e.g. bash gpu/mjwarp_check.sh contract). A fresh machine compiles mujoco_warp's kernels first
 # (~45 s per model). CONTRACT_K narrows the tests (a pytest -k expression); TASKS, NUM_ENVS, BENCH_SECONDS,
 # BENCH_ROUNDS, TRAIN_* and the *_LIMIT step timeouts are in gpu/lib.sh. Results in $OUT: summary.txt, and
-# per step <step>_mjwarp.log and .json (train also policy_mjwarp.pt2). Exits 1 if any step fails.
+# per step <step>_mjwarp.log and .json (train also policy_mjwarp.safetensors). Exits 1 if any step fails.
 # CPU rehearsal (no carry sets, Warp's CPU device, tiny counts): UNIENV_GPU_REHEARSAL=1 bash gpu/mjwarp_check.sh all
 source "$(dirname "$0")/lib.sh"
 modes "stage contract bench train" "$@"

@@ -5,11 +5,15 @@ imported only when the task is made.
 """
 
 import importlib
+import inspect
+import math
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium
 
-from unienv.errors import CapabilityError, unknown_name
+from unienv.errors import ArgumentError, CapabilityError, unknown_name
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 """Where Gymnasium keeps the MJCF models of its MuJoCo environments."""
@@ -35,6 +39,54 @@ def task_class(name: str):
         raise unknown_name("task", name, TASKS)
     module, cls = TASKS[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+# task options that must be physically meaningful beyond being finite numbers
+POSITIVE_OPTIONS = {"episode_length_s", "max_angle", "rail", "action_scale", "base_height_target", "max_tilt"}
+POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
+NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
+
+
+def option_defaults(name: str) -> dict[str, Any]:
+    """The task's constructor options and their defaults."""
+    params = list(inspect.signature(task_class(name).__init__).parameters.values())[1:]
+    return {p.name: p.default for p in params}
+
+
+def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's constructor options, each checked against its default's kind: a known name
+    (or "did you mean"), a bool for a bool, a finite number for a number (> 0 for a length,
+    angle, time or scale, >= 0 for a noise scale), an ordered pair lo < hi for a *_range.
+    Options whose default is None or a nested structure are the task's own to check."""
+    params = {
+        p.name: p.default for p in list(inspect.signature(task_class(name).__init__).parameters.values())[1:]
+    }
+    checked = {}
+    for key, value in options.items():
+        if key not in params:
+            raise unknown_name(f"option of task {name!r}", key, params)
+        where, default = f"task.{key}", params[key]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ArgumentError(f"{where}: expected true or false, got {value!r}")
+        elif isinstance(default, (int, float)):
+            low = 0 if key in NONNEGATIVE_OPTIONS else None
+            if not _is_number(value) or not math.isfinite(value) or (low is not None and value < low):
+                raise ArgumentError(
+                    f"{where}: expected a finite number{' >= 0' if low == 0 else ''}, got {value!r}"
+                )
+            if key in POSITIVE_OPTIONS and value <= 0:
+                raise ArgumentError(f"{where}: expected a finite number > 0, got {value!r}")
+        elif key.endswith("_range") and isinstance(default, tuple):
+            pair = list(value) if isinstance(value, (list, tuple)) else None
+            if not pair or len(pair) != 2 or not all(map(_is_number, pair)) or not pair[0] < pair[1]:
+                raise ArgumentError(f"{where}: expected [lo, hi] with lo < hi, got {value!r}")
+        checked[key] = value
+    return checked
+
+
+def _is_number(x: Any) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, float))
 
 
 def require(task, backend) -> None:

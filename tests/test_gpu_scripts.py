@@ -77,7 +77,7 @@ def check_training(out, engine):
     assert [r["iteration"] for r in curve] == list(range(1, len(curve) + 1))
     assert all(r["steps_per_s"] > 0 and r["collect_steps_per_s"] > 0 for r in curve)
     assert 0 < evaluation["lin_vel_error"] < 10 and 0 < evaluation["yaw_rate_error"] < 10
-    assert (out / f"policy_{engine}.pt2").stat().st_size > 0
+    assert (out / f"policy_{engine}.safetensors").stat().st_size > 0
 
 
 @pytest.mark.slow

@@ -18,7 +18,8 @@ import json
 import os
 import sys
 
-from unienv import backends
+from unienv import backends, cli
+from unienv.errors import install_command
 from unienv.tasks import TASKS, gym_id, task_class
 
 
@@ -63,7 +64,7 @@ def backend_features() -> dict[str, dict[str, bool] | str]:
         try:
             found[name] = cache[key] = _probe(name)
         except ModuleNotFoundError as e:
-            found[name] = f"not installed (pip install 'unienv[{extra}]')" if extra else f"unavailable: {e}"
+            found[name] = f"not installed ({install_command(extra)})" if extra else f"unavailable: {e}"
         except Exception as e:  # e.g. no CUDA device
             found[name] = f"unavailable: {type(e).__name__}: {e}"
     try:
@@ -119,5 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def console() -> None:
+    """The `unienv` command: main() with cli's one-line errors."""
+    cli.run(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

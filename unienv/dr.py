@@ -112,6 +112,13 @@ class Distribution:
     mean: float = 0.0
     std: float = 0.0
 
+    def reach(self) -> float:
+        """The largest |sample| there can be: a gaussian's is at most 8.6 std from its mean
+        (Box-Muller on 53-bit uniforms), within its clip."""
+        if self.kind != "gaussian":
+            return max(abs(self.low), abs(self.high))
+        return min(max(abs(self.low), abs(self.high)), abs(self.mean) + 8.6 * self.std)
+
     def sample(self, rng: Sampler, shape: tuple[int, ...]) -> torch.Tensor:
         if self.kind == "uniform":
             return rng.uniform(shape, self.low, self.high)
@@ -471,6 +478,7 @@ class DomainRandomization:
         self.terms = terms
         self._sync_free = backend.get_capabilities().sync_free
         self._obs_dim = int(np.prod(task.single_observation_space.shape))
+        self._obs_dtype = task.single_observation_space.dtype
         self._act_dim = int(np.prod(task.single_action_space.shape))
         self._step_seconds = float(task.dt)
         bind = {
@@ -596,6 +604,12 @@ class DomainRandomization:
         if stop > self._obs_dim:
             raise ArgumentError(
                 f"dr.{t.name}.indices: the observation has {self._obs_dim} columns, got [{start}, {stop})"
+            )
+        reach, limit = t.distribution.reach() + t.bias, np.finfo(self._obs_dtype).max / 2
+        if reach > limit:  # noise beyond it would make observations inf
+            raise ArgumentError(
+                f"dr.{t.name}: noise up to {reach:.3g} does not fit the observation's "
+                f"{np.dtype(self._obs_dtype).name} (expected at most {limit:.3g})"
             )
         cols = torch.arange(start, stop, device=self.device)
         value = torch.zeros(self.num_envs, stop - start, dtype=torch.float64, device=self.device)

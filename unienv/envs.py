@@ -57,12 +57,16 @@ from gymnasium.vector.utils import batch_space
 
 from unienv.backends import SimBackend
 from unienv.dr import DomainRandomization
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, unknown_name
 from unienv.random import EnvRandom
 from unienv.task import Task
 from unienv.tasks import require
 
 _NONFINITE = ("raise", "zero")
+# actions outside the action space: "clip" (default) or "raise"; Gymnasium's pass-through is not
+# offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
+_OUT_OF_BOUNDS = ("clip", "raise")
+SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
 
 
 class UniEnv(VectorEnv):
@@ -79,6 +83,7 @@ class UniEnv(VectorEnv):
         render_env_ids: Sequence[int] = (0,),
         render_size: tuple[int, int] = (480, 640),
         nonfinite_actions: str = "raise",
+        out_of_bounds_actions: str = "clip",
         dr: Any = None,
         seed: int | None = None,
         cuda_graph: bool | None = None,
@@ -86,7 +91,11 @@ class UniEnv(VectorEnv):
         """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
         seeds the first reset and the DR streams (startup terms draw from it);
         cuda_graph: replay each step as one CUDA graph (default: where the backend
-        allows it, `Capabilities.cuda_graph`)."""
+        allows it, `Capabilities.cuda_graph`); out_of_bounds_actions: what a finite action
+        outside the action space does, "clip" (to the space's bounds, what the actuators'
+        ctrlrange does to the physics anyway; the reward then sees the clipped action) or
+        "raise" (at once on mujoco; on mjwarp and genesis, which read nothing back in a step,
+        clipped in the step and raised at the next reset())."""
         autoreset_mode = _autoreset_mode(autoreset_mode)
         if max_episode_steps is None:
             max_episode_steps = task.max_episode_steps
@@ -102,11 +111,22 @@ class UniEnv(VectorEnv):
             raise ArgumentError(f"cuda_graph: expected None, True or False, got {cuda_graph!r}")
         if nonfinite_actions not in _NONFINITE:
             raise ArgumentError(f"nonfinite_actions: expected one of {_NONFINITE}, got {nonfinite_actions!r}")
-        render_env_ids = [int(i) for i in render_env_ids]
-        if not render_env_ids or min(render_env_ids) < 0 or max(render_env_ids) >= backend.num_envs:
+        if out_of_bounds_actions not in _OUT_OF_BOUNDS:
             raise ArgumentError(
-                f"render_env_ids: expected ids in [0, {backend.num_envs}), got {render_env_ids}"
+                f"out_of_bounds_actions: expected one of {_OUT_OF_BOUNDS}, got {out_of_bounds_actions!r}"
             )
+        ids = list(render_env_ids) if isinstance(render_env_ids, (Sequence, range)) else None
+        if (
+            not ids
+            or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids)
+            or min(ids) < 0
+            or max(ids) >= backend.num_envs
+        ):
+            raise ArgumentError(
+                f"render_env_ids: expected a non-empty list of int ids in [0, {backend.num_envs}), "
+                f"got {render_env_ids!r}"
+            )
+        render_env_ids = [int(i) for i in ids]
         if abs(backend.dt - task.sim_dt) > 1e-12:
             raise ArgumentError(f"backend: its sim_dt {backend.dt} differs from the task's {task.sim_dt}")
 
@@ -118,6 +138,7 @@ class UniEnv(VectorEnv):
         self.render_env_ids = render_env_ids
         self.render_size = render_size
         self.nonfinite_actions = nonfinite_actions
+        self.out_of_bounds_actions = out_of_bounds_actions
         self.single_action_space = task.single_action_space
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -129,6 +150,10 @@ class UniEnv(VectorEnv):
         }
         self._obs_dtype = getattr(torch, np.dtype(self.single_observation_space.dtype).name)
         self._act_dim = int(np.prod(self.single_action_space.shape))
+        low, high = self.single_action_space.low.reshape(-1), self.single_action_space.high.reshape(-1)
+        self._low_np, self._high_np = low, high
+        self._act_low = torch.as_tensor(low, dtype=backend.get_capabilities().dtype, device=backend.device)
+        self._act_high = torch.as_tensor(high, dtype=backend.get_capabilities().dtype, device=backend.device)
         self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
 
         require(task, backend)
@@ -167,35 +192,50 @@ class UniEnv(VectorEnv):
     # ---- reset --------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Reset all envs, or those in options["reset_mask"]; returns (obs, info)."""
-        if seed is not None:
-            self._random.seed(_checked_seed(seed))
-            if self.dr is not None:
-                self.dr.seed(int(seed))
-        self._now.fill_(time.perf_counter())
+        """Reset all envs, or those in options["reset_mask"]; returns (obs, info).
+
+        seed: an int in [0, 2**32) (env i then draws from seed + i) or None. Every argument is
+        checked before anything changes."""
+        seed = None if seed is None else _checked_seed(seed)
+        mask = self._reset_mask(options)
         if bool(self._nonfinite_seen):  # the user's reset pays this sync, not the step
             self._nonfinite_seen.zero_()
             raise ArgumentError(
-                "actions: NaN or inf in an earlier step (zeroed and flagged in info['nonfinite_action']; "
-                "nonfinite_actions='zero' accepts them)"
+                "actions: NaN or inf in an earlier step, or with out_of_bounds_actions='raise' a value "
+                "outside the action space (non-finite rows were zeroed and flagged in "
+                "info['nonfinite_action'], others clipped; nonfinite_actions='zero' and "
+                "out_of_bounds_actions='clip' accept them)"
             )
-        mask = ~self._none
-        options = dict(options or {})
-        if "reset_mask" in options:
-            mask = torch.as_tensor(options.pop("reset_mask"))
-            if mask.dtype != torch.bool or mask.shape != (self.num_envs,):
-                raise ArgumentError(
-                    f"options['reset_mask']: expected a bool array of shape ({self.num_envs},), "
-                    f"got {mask.dtype} {tuple(mask.shape)}"
-                )
-            mask = mask.to(self.device)
-        if options:
-            raise ArgumentError(f"options: unknown keys {sorted(options)}; expected 'reset_mask'")
+        if seed is not None:
+            self._random.seed(seed)
+            if self.dr is not None:
+                self.dr.seed(seed)
+        self._now.fill_(time.perf_counter())
         if self._reading is None:  # the first reset: every env, whatever the mask
             mask = ~self._none
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
         return obs, {}
+
+    def _reset_mask(self, options: Any) -> torch.Tensor:
+        """The envs reset(options=...) resets: options["reset_mask"], or all."""
+        if options is None:
+            return ~self._none
+        if not isinstance(options, dict):
+            raise ArgumentError(f"options: expected a dict or None, got {type(options).__name__}")
+        unknown = sorted(set(options) - {"reset_mask"}, key=str)
+        if unknown:
+            raise ArgumentError(f"options: {unknown_name('key', unknown[0], ['reset_mask'])}")
+        if "reset_mask" not in options:
+            return ~self._none
+        given = options["reset_mask"]
+        mask = given if isinstance(given, torch.Tensor) else torch.as_tensor(np.asarray(given))
+        if mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+            raise ArgumentError(
+                f"options['reset_mask']: expected a bool array of shape ({self.num_envs},), "
+                f"got {type(given).__name__} of {mask.dtype} {tuple(mask.shape)}"
+            )
+        return mask.to(self.device)
 
     def _reset_envs(self, mask: torch.Tensor, obs: torch.Tensor | None) -> torch.Tensor:
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
@@ -392,7 +432,8 @@ class UniEnv(VectorEnv):
 
     def _checked_values(self, actions: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """Rows that are not finite raise (CPU engine) or are zeroed and flagged in info
-        (device backends: no host read; "raise" then raises at the next reset())."""
+        (device backends: no host read; "raise" then raises at the next reset()); finite
+        values outside the action space are clipped or refused (`out_of_bounds_actions`)."""
         info = {}
         if self._sync_free:
             finite = torch.isfinite(actions).all(1)
@@ -400,7 +441,13 @@ class UniEnv(VectorEnv):
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
             if self.nonfinite_actions == "raise":
                 self._nonfinite_seen |= ~finite.all()
-        elif not np.isfinite(actions.numpy()).all():
+            if self.out_of_bounds_actions == "raise":
+                self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
+            return torch.clamp(actions, self._act_low, self._act_high), info
+        a = actions.numpy()  # host reads are free here: one check (False for NaN too) in the usual case
+        if ((a >= self._low_np) & (a <= self._high_np)).all():
+            return actions, info
+        if not np.isfinite(a).all():
             finite = torch.isfinite(actions).all(1)
             if self.nonfinite_actions == "raise":
                 bad = torch.nonzero(~finite).flatten().tolist()
@@ -409,7 +456,16 @@ class UniEnv(VectorEnv):
                 )
             actions = actions.masked_fill(~finite[:, None], 0.0)
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
-        return actions, info
+        if self.out_of_bounds_actions == "raise":
+            outside = ((actions < self._act_low) | (actions > self._act_high)).any(1)
+            if bool(outside.any()):
+                bad = torch.nonzero(outside).flatten().tolist()
+                raise ArgumentError(
+                    f"actions: expected values in the action space [{self.single_action_space.low.min()}, "
+                    f"{self.single_action_space.high.max()}], got values outside it in envs {bad[:10]} "
+                    "(out_of_bounds_actions='clip' clips them)"
+                )
+        return torch.clamp(actions, self._act_low, self._act_high), info
 
     def _clock(self) -> float | torch.Tensor:
         """Now, by time.perf_counter: on a sync_free backend the device copy made at the
@@ -482,7 +538,9 @@ def _where_rows(mask: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> tor
 
 def _checked_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ArgumentError(f"seed: expected an int or None, got {seed!r}")
+        raise ArgumentError(f"seed: expected an int in [0, 2**32) or None, got {seed!r}")
+    if not SEED_RANGE[0] <= seed < SEED_RANGE[1]:
+        raise ArgumentError(f"seed: expected an int in [0, 2**32) or None, got {seed}")
     return int(seed)
 
 

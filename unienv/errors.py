@@ -5,6 +5,7 @@ before anything is written, so a call that raises has changed nothing.
 """
 
 import difflib
+import os
 from collections.abc import Iterable
 
 
@@ -38,3 +39,14 @@ def unknown_name(kind: str, name: str, valid: Iterable[str]) -> UnknownNameError
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     shown = ", ".join(map(repr, valid[:12])) + (", ..." if len(valid) > 12 else "")
     return UnknownNameError(f"unknown {kind} {name!r}{hint} (valid: {shown})")
+
+
+def install_command(extra: str) -> str:
+    """The pip command that installs unienv's `extra` the way unienv was installed: from a
+    checkout (pyproject.toml beside the package, e.g. `pip install -e .`) `pip install -e
+    '<checkout>[extra]'`, else `pip install 'unienv[extra]'`."""
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(os.path.join(checkout, "pyproject.toml")):
+        return f"pip install 'unienv[{extra}]'"
+    where = "." if checkout == os.getcwd() else checkout
+    return f"pip install -e '{where}[{extra}]'"

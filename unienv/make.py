@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode
 from unienv import backends
 from unienv import dr as domain_randomization
 from unienv.envs import SingleEnv, UniEnv
-from unienv.tasks import TASKS, gym_id, task_class
+from unienv.tasks import TASKS, checked_options, gym_id, task_class
 
 
 def make(
@@ -35,7 +35,7 @@ def make(
     e.g. Hydra's cfg.dr; see unienv.dr), checked before the backend is built.
     """
     dr_terms = domain_randomization.parse(dr)
-    the_task = task_class(task)(**dict(task_options or {}))
+    the_task = task_class(task)(**checked_options(task, dict(task_options or {})))
     options = dict(backend_options or {})
     if dr_terms:  # the backend must know which parameters will vary per env
         randomize = (*options.pop("randomize", ()), *domain_randomization.backend_params(dr_terms))

@@ -39,11 +39,12 @@ class RolloutStats:
 
 
 def make_policy(spec: str, env: UniEnv) -> Policy:
-    """ "zero", "random" (uniform in the action space), or a path to a saved torch policy.
+    """ "zero", "random" (uniform in the action space), or a path to a policy file.
 
-    A path is a policy file from train.py (unienv.wrappers.checkpoint: refused, naming each
-    difference, unless its task, options and observation/action layout match env's), a
-    TorchScript module, or a pickled nn.Module.
+    A policy file comes from train.py or unienv.wrappers.checkpoint.save_policy: tensors and JSON,
+    never unpickled (a pickle, TorchScript or torch.export file is refused, since loading one can
+    run code). It is refused, naming each difference, unless its task, options and observation/action
+    layout match env's.
     """
     low = torch.as_tensor(env.single_action_space.low, device=env.device)
     high = torch.as_tensor(env.single_action_space.high, device=env.device)
@@ -53,17 +54,12 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
     if spec == "random":
         generator = torch.Generator(device=env.device).manual_seed(0)
         return lambda obs: low + (high - low) * torch.rand(shape, generator=generator, device=env.device)
-    if not os.path.isfile(str(spec)):
-        raise ArgumentError(f"policy: expected 'zero', 'random' or a path to a saved policy, got {spec!r}")
-    if checkpoint.is_policy_file(spec):
-        module, meta = checkpoint.load_policy(spec, device=env.device)
-        checkpoint.check_layout(meta, env, path=spec)
-        return _no_grad(module)
-    try:
-        module = torch.jit.load(spec, map_location=env.device)
-    except RuntimeError:
-        module = torch.load(spec, map_location=env.device, weights_only=False)
-    module.eval()
+    if not isinstance(spec, (str, os.PathLike)) or not os.path.isfile(spec):
+        raise ArgumentError(
+            f"policy: expected 'zero', 'random' or the path of a policy file, got {spec!r} (file not found)"
+        )
+    module, meta = checkpoint.load_policy(str(spec), device=env.device)
+    checkpoint.check_layout(meta, env, path=str(spec))
     return _no_grad(module)
 
 

@@ -1,9 +1,14 @@
 """Backends without their engine installed say how to install it; importing unienv imports no engine."""
 
+import os
 import subprocess
 import sys
 
 import pytest
+
+from unienv.errors import install_command
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CODE = """
 import sys
@@ -26,12 +31,15 @@ except ModuleNotFoundError as e:
 def test_backend_without_its_engine_names_the_extra(backend, blocked, extra):
     done = subprocess.run(
         [sys.executable, "-c", CODE.format(blocked=blocked, backend=backend)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"pip install 'unienv[{extra}]'" in done.stdout, done.stdout
+    # from this checkout: pip install -e '.[extra]' (from a wheel: pip install 'unienv[extra]')
+    assert f"install it with: {install_command(extra)}" in done.stdout, done.stdout
+    assert f"pip install -e '.[{extra}]'" in done.stdout
 
 
 def test_importing_unienv_imports_no_optional_engine():

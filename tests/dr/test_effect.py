@@ -205,7 +205,7 @@ def test_latency_delays_the_first_response_by_k_steps(make_mujoco_env):
     delay = env.dr_params()["lat"][:, 0]
     assert set(delay.tolist()) == {0, 1, 2, 3}, delay  # with 32 envs each delay shows up here
     action = torch.zeros(env.num_envs, 2)
-    action[:, 1] = 1.0 + torch.arange(env.num_envs)  # a distinct motor torque per env
+    action[:, 1] = 0.1 * (1.0 + torch.arange(env.num_envs))  # a distinct motor torque per env, in [-5, 5]
     first = torch.full((env.num_envs,), -1)
     for step in range(6):
         env.step(action)

@@ -11,7 +11,7 @@ import unienv
 pytest.importorskip("rsl_rl")
 from tensordict import TensorDict  # noqa: E402
 
-from unienv.wrappers.rsl_rl import RslRlVecEnv  # noqa: E402
+from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor  # noqa: E402
 
 
 def test_import_unienv_imports_no_rl_library():
@@ -99,6 +99,7 @@ def test_rsl_rl_ppo_runs_and_logs_episode_extras(tmp_path):
         "actor": {
             "class_name": "MLPModel",
             "hidden_dims": [16],
+            "obs_normalization": True,
             "distribution_cfg": {"class_name": "GaussianDistribution"},
         },
         "critic": {"class_name": "MLPModel", "hidden_dims": [16]},
@@ -108,4 +109,9 @@ def test_rsl_rl_ppo_runs_and_logs_episode_extras(tmp_path):
     runner.learn(2)
     assert len(runner.logger.rewbuffer) > 0 and max(runner.logger.lenbuffer) <= 10
     assert list(tmp_path.glob("events.out.tfevents.*")) and (tmp_path / "model_1.pt").exists()
+    # the actor a policy file stores (plain layers) acts as rsl_rl's own deterministic export
+    obs = 3 * torch.randn(64, 5)
+    torch.testing.assert_close(
+        exportable_actor(runner)(obs), runner.get_inference_policy(device="cpu").as_jit()(obs)
+    )
     vec.close()

@@ -30,7 +30,7 @@ def run(command, cwd, timeout=600):
 
 @pytest.mark.slow
 def test_cartpole_trains_to_the_maximum_and_play_replays_it(tmp_path):
-    policy = tmp_path / "policy.pt2"
+    policy = tmp_path / "policy.safetensors"
     out = run(
         [
             sys.executable,
@@ -83,7 +83,7 @@ def test_torchrun_trains_with_two_cpu_processes(tmp_path):
     ):
         pytest.skip("torchrun not found")
     torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    policy = tmp_path / "policy.pt2"
+    policy = tmp_path / "policy.safetensors"
     out = run(
         [
             torchrun,

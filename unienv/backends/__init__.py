@@ -16,7 +16,7 @@ from unienv.backends.base import (
     SceneInfo,
     SimBackend,
 )
-from unienv.errors import unknown_name
+from unienv.errors import install_command, unknown_name
 
 # name -> (module, class, the pip extra that installs its engine)
 BACKENDS = {
@@ -38,7 +38,7 @@ def backend_class(name: str) -> type[SimBackend]:
             raise
         raise ModuleNotFoundError(
             f"backend={name!r} needs the {e.name!r} package, which is not installed; "
-            f"install it with: pip install 'unienv[{extra}]'",
+            f"install it with: {install_command(extra)}",
             name=e.name,
         ) from e
 

@@ -55,6 +55,7 @@ from unienv.errors import (
     unknown_name,
 )
 
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 OBJECT_KINDS = ("body", "joint", "actuator", "site", "geom", "sensor")
 
 MJ_FIELDS = {
@@ -205,6 +206,67 @@ class SceneInfo:
         )
 
 
+def checked_device(device: str | torch.device) -> torch.device:
+    """`device` as a torch.device: 'cpu', 'cuda' or 'cuda:<k>', a CUDA one only where torch sees a GPU."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise ArgumentError(f"device: expected None, 'cpu', 'cuda' or 'cuda:<k>', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ArgumentError(
+            f"device: {str(device)!r} asks for a CUDA GPU, but this machine has none that torch can use "
+            "(torch.cuda.is_available() is False); use device='cpu' or leave it unset"
+        )
+    return dev
+
+
+_MEMORY_CHECK_FROM = 4096  # fewer envs of any scene here fit in well under a GiB
+
+
+def check_memory(scene: str | os.PathLike, num_envs: int, sim_dt: float, device: Any) -> None:
+    """Refuse a num_envs whose state would not fit in the memory available, before allocating.
+
+    The estimate is MuJoCo's per-env data of the scene (its fixed buffer plus the arena a
+    forward pass uses), times num_envs: a lower bound, for every engine holds at least that."""
+    import mujoco
+
+    model = load_mjmodel(scene, sim_dt)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    need = num_envs * (data.nbuffer + data.maxuse_arena)
+    dev = torch.device("cpu" if device is None else device)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        have, where = torch.cuda.mem_get_info(dev)[0], f"free on {dev}"
+    else:
+        have, where = _available_ram(), "of available RAM"
+    if need > have:
+        per_env = need / num_envs
+        raise ArgumentError(
+            f"num_envs: {num_envs} envs of {os.path.basename(os.fspath(scene))} need at least "
+            f"{_bytes(need)} ({_bytes(per_env)} each), more than the {_bytes(have)} {where}; "
+            f"expected at most about {int(have // per_env)}"
+        )
+
+
+def _available_ram() -> int:
+    """Bytes the kernel can hand out now without swapping (MemAvailable; free pages elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
 def load_mjmodel(scene: str | os.PathLike, sim_dt: float, movable_com: bool = False) -> Any:
     """Compile an MJCF file with MuJoCo and set its timestep to sim_dt (see compile_spec)."""
     import mujoco
@@ -264,8 +326,17 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"num_envs: expected a positive int, got {num_envs!r}")
         if num_envs < 1:
             raise ArgumentError(f"num_envs: expected a positive int, got {num_envs}")
-        if not isinstance(sim_dt, (int, float)) or not np.isfinite(sim_dt) or sim_dt <= 0:
+        if (
+            isinstance(sim_dt, bool)
+            or not isinstance(sim_dt, (int, float))
+            or not np.isfinite(sim_dt)
+            or sim_dt <= 0
+        ):
             raise ArgumentError(f"sim_dt: expected a positive finite number, got {sim_dt!r}")
+        if device is not None:
+            checked_device(device)
+        if num_envs > _MEMORY_CHECK_FROM:
+            check_memory(scene, int(num_envs), sim_dt, device)
         self.scene = os.fspath(scene)
         self.num_envs = int(num_envs)
         self.dt = float(sim_dt)
@@ -434,7 +505,7 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"mask: expected a tensor on {self.device}, got {mask.device}")
         qpos = self._checked_rows(qpos, "qpos", self.num_envs, self.nq, finite=not self._sync_free)
         qvel = self._checked_rows(qvel, "qvel", self.num_envs, self.nv, finite=not self._sync_free)
-        if self._sync_free:
+        if self._sync_free:  # (checked rows are in the backend's dtype: an overflow is an inf)
             finite = torch.isfinite(qpos).all(1) & torch.isfinite(qvel).all(1)
             self._nonfinite_input |= mask & ~finite
         self._set_state_mask(mask, qpos, qvel)
@@ -536,6 +607,10 @@ class SimBackend(abc.ABC):
         self._ready()
         ids, order = self._checked_ids(torch.arange(self.num_envs) if env_ids is None else env_ids)
         portable = 1 + self.nq + self.nv
+        if state.__class__ is not torch.Tensor:
+            raise ArgumentError(
+                f"state: expected a torch.Tensor ({len(ids)}, {self.physics_state_size}), got {type(state).__name__}"
+            )
         width = state.shape[-1] if isinstance(state, torch.Tensor) and state.ndim == 2 else -1
         if width not in (portable, self.physics_state_size):
             raise ArgumentError(
@@ -642,6 +717,14 @@ class SimBackend(abc.ABC):
     def _capabilities(self) -> Capabilities:
         return self.get_capabilities()
 
+    @functools.cached_property
+    def _dtype(self) -> torch.dtype:
+        return self._capabilities.dtype
+
+    @functools.cached_property
+    def _nonfinite(self) -> str:
+        return f"contains NaN or inf, or a value beyond {str(self._dtype).removeprefix('torch.')}'s range"
+
     def _require(self, feature: str) -> None:
         if not getattr(self._capabilities, feature):
             raise CapabilityError(f"the {self.name} backend does not support {feature}")
@@ -674,8 +757,8 @@ class SimBackend(abc.ABC):
                 raise CapabilityError(f"the {self.name} backend cannot randomize {term!r}")
 
     def _checked_rows(self, x: Any, name: str, n: int, width: int, finite: bool = True) -> torch.Tensor:
-        """A float tensor (n, width) on the backend device; with `finite`, checked on the
-        host to hold no NaN or inf."""
+        """A float tensor (n, width) on the backend device, in the backend's dtype; with
+        `finite`, checked on the host to hold no NaN or inf and nothing beyond that dtype's range."""
         if x.__class__ is not torch.Tensor:
             raise ArgumentError(f"{name}: expected a torch.Tensor ({n}, {width}), got {type(x).__name__}")
         if x.shape != (n, width):
@@ -684,8 +767,9 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
         if x.device != self.device:
             raise ArgumentError(f"{name}: expected a tensor on {self.device}, got {x.device}")
+        x = x.to(self._dtype)  # a value beyond the dtype's range becomes inf here, and is refused
         if finite and not self._all_finite(x):
-            raise ArgumentError(f"{name}: contains NaN or inf")
+            raise ArgumentError(f"{name}: {self._nonfinite}")
         return x
 
     def _checked_array(self, x: Any, name: str, shape: tuple[int, ...], finite: bool = True) -> torch.Tensor:
@@ -697,15 +781,17 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected shape {shape}, got {tuple(x.shape)}")
         if not x.dtype.is_floating_point:
             raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
-        if finite and not bool(torch.isfinite(x).all()):
-            raise ArgumentError(f"{name}: contains NaN or inf")
-        return x.to(self.device)
+        x = x.to(self.device)
+        if finite and not bool(torch.isfinite(x.to(self._dtype)).all()):
+            raise ArgumentError(f"{name}: {self._nonfinite}")
+        return x
 
     def _dr_problems(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
         """(rows, what is wrong) for each rule of the term (`dr_rules.problems`) and of the
         engine (`_dr_limits`) that values (n, *shape) break; on the device, no host read."""
         if term not in self._dr_compiled:
             self._dr_compiled[term] = self._dr_default(term).to(self.device)
+        values = values.to(self._dtype)  # a value beyond the backend's range becomes inf: refused
         return problems(term, values, self._dr_compiled[term]) + self._dr_limits(term, values)
 
     def _refuse_bad_rows(self, term: str, mask: torch.Tensor, values: torch.Tensor) -> None:
@@ -719,9 +805,15 @@ class SimBackend(abc.ABC):
 
     def _checked_ids(self, env_ids: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Sorted unique int64 CPU ids in range, and the sorting order (None if sorted)."""
-        ids = torch.as_tensor(env_ids)
-        if ids.ndim != 1 or ids.dtype in (torch.bool,) or ids.dtype.is_floating_point:
-            raise ArgumentError(f"env_ids: expected a 1-D integer tensor, got {ids.dtype} {tuple(ids.shape)}")
+        expected = f"env_ids: expected a 1-D sequence or tensor of integer ids in [0, {self.num_envs})"
+        if isinstance(env_ids, (list, tuple)) and not env_ids:
+            env_ids = torch.zeros(0, dtype=torch.int64)  # torch reads [] as float32
+        try:
+            ids = torch.as_tensor(env_ids)
+        except (TypeError, ValueError, RuntimeError):
+            raise ArgumentError(f"{expected}, got {env_ids!r}") from None
+        if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
+            raise ArgumentError(f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}")
         ids = ids.to("cpu", torch.int64)
         a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
         if len(a) and (a.min() < 0 or a.max() >= self.num_envs):

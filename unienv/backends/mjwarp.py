@@ -80,7 +80,7 @@ from unienv.backends.base import (
     mj_body_views,
 )
 from unienv.backends.dr_rules import RULES, ModelDR
-from unienv.errors import ArgumentError, CapabilityError
+from unienv.errors import ArgumentError, CapabilityError, install_command
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: beyond it the CPU engine warns and resets
 
@@ -99,7 +99,6 @@ _SET_CONST_OUTPUTS = (
 # threads then take turns instead of failing with "Graph capture already in progress" or crashing.
 _WARP_LOCK = threading.RLock()
 
-_INSTALL_HINT = "install it with: pip install 'unienv[mjwarp]'"
 _NO_CUDA = (
     "backend='mjwarp' needs a CUDA GPU; found none (torch.cuda.is_available() is False) — "
     "use backend='mujoco' on the CPU"
@@ -113,7 +112,8 @@ def _import_engine() -> tuple[Any, Any]:
         mjw = importlib.import_module("mujoco_warp")
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
-            f"backend='mjwarp' needs the {e.name!r} package, which is not installed; {_INSTALL_HINT}",
+            f"backend='mjwarp' needs the {e.name!r} package, which is not installed; "
+            f"install it with: {install_command('mjwarp')}",
             name=e.name,
         ) from e
     return wp, mjw

@@ -1,13 +1,16 @@
-"""The policy file: a torch.export program plus the layout of the task it was trained on.
+"""The policy file: weights as tensors and the network and task layout as JSON; it carries no code.
 
-    save_policy("policy.pt2", actor, env, backend="mujoco", info={"iterations": 60})
-    module, meta = load_policy("policy.pt2")          # module(obs (N, obs_dim) float32) -> actions
+    save_policy("policy.safetensors", actor, env, backend="mujoco", info={"iterations": 60})
+    module, meta = load_policy("policy.safetensors")  # module(obs (N, obs_dim) float32) -> actions
     check_layout(meta, env)                           # raises ArgumentError if env is another layout
 
-The file is what `torch.export.save` writes (a zip archive), with one extra file,
-`unienv.json`, holding:
+The file is a safetensors file (https://huggingface.co/docs/safetensors): the weights, and in its
+header metadata one JSON string, `unienv`, holding:
 
-    format          "unienv.policy/1"
+    format          "unienv.policy/2"
+    network         the layers in order, e.g. [{"type": "normalize", "size": 5},
+                    {"type": "linear", "in": 5, "out": 64}, {"type": "elu"}, ...]; layer i's tensors
+                    are named "<i>.<name>" (linear: weight, bias; normalize: mean, std)
     task            the task's name, e.g. "cartpole"
     task_options    the task's constructor arguments as the env was built (JSON values)
     backend         the backend it was trained on (informational: playing it elsewhere is sim2sim)
@@ -15,28 +18,64 @@ The file is what `torch.export.save` writes (a zip archive), with one extra file
     action          {"shape", "dtype", "low", "high"} of one env's action
     info            free-form training facts (library, iterations, env steps, seed, ...)
 
-The exported program takes float32 observations (batch, *obs_shape) with any batch size and returns
-deterministic actions clipped to the action bounds; it needs torch only (not rsl_rl, not unienv).
+Why: a pickle (torch.save of a module, TorchScript, a torch.export .pt2) can run any code when it
+is loaded, and people share policies. Loading here parses JSON and reads raw tensors, never
+unpickles, and refuses every other kind of file saying why; unienv has no opt-in that would load
+one. Files of format "unienv.policy/1" (torch.export programs, unienv before 2026-11-30) are
+refused for the same reason: train again, or rebuild the actor from your own code and save it.
 
-A layout matches when the task, the observation and action shapes, dtypes and bounds, and every
-task option except `episode_length_s` are equal; an episode length only changes how long play runs.
+The network is a sequence of the layers in `LAYERS` (Linear, the activations, and `Normalize`,
+(obs - mean) / std); its output is clipped to the action bounds, as the training adapter clipped
+it. A layout matches when the task, the observation and action shapes, dtypes and bounds, and
+every task option except `episode_length_s` are equal; an episode length only changes how long
+play runs.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import zipfile
 from typing import Any
 
 import numpy as np
+import safetensors
+import safetensors.torch
 import torch
 
 from unienv.errors import ArgumentError
 
-FORMAT = "unienv.policy/1"
-META_FILE = "unienv.json"
+FORMAT = "unienv.policy/2"
+META_KEY = "unienv"
 IGNORED_OPTIONS = ("episode_length_s",)
+
+
+class Normalize(torch.nn.Module):
+    """(x - mean) / std, e.g. an observation normalizer's statistics frozen at export."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(size))
+        self.register_buffer("std", torch.ones(size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+
+# the layers a policy file may hold: JSON type -> (module class, its size fields)
+LAYERS: dict[str, tuple[type[torch.nn.Module], tuple[str, ...]]] = {
+    "normalize": (Normalize, ("size",)),
+    "linear": (torch.nn.Linear, ("in", "out")),
+    "elu": (torch.nn.ELU, ()),
+    "relu": (torch.nn.ReLU, ()),
+    "tanh": (torch.nn.Tanh, ()),
+    "sigmoid": (torch.nn.Sigmoid, ()),
+    "silu": (torch.nn.SiLU, ()),
+    "gelu": (torch.nn.GELU, ()),
+    "softplus": (torch.nn.Softplus, ()),
+    "identity": (torch.nn.Identity, ()),
+}
 
 
 def _jsonable(value: Any) -> Any:
@@ -67,51 +106,141 @@ def policy_layout(env) -> dict[str, Any]:
     }
 
 
-class _ClippedPolicy(torch.nn.Module):
-    """actor(obs) clipped to the action bounds, as the training adapter clipped it."""
+def describe(actor: torch.nn.Module) -> list[dict[str, Any]]:
+    """The JSON layer list of `actor`, a torch.nn.Sequential of LAYERS (nested Sequentials flattened)."""
+    layers: list[dict[str, Any]] = []
+    for module in _flat(actor):
+        kind = next((k for k, (cls, _) in LAYERS.items() if type(module) is cls), None)
+        if kind is None or (not LAYERS[kind][1] and repr(module) != repr(type(module)())):
+            raise ArgumentError(
+                f"actor: expected a torch.nn.Sequential of {sorted(LAYERS)} layers with default "
+                f"arguments, got a {module!r}"
+            )
+        if kind == "linear":
+            layers.append({"type": kind, "in": module.in_features, "out": module.out_features})
+        elif kind == "normalize":
+            layers.append({"type": kind, "size": module.mean.numel()})
+        else:
+            layers.append({"type": kind})
+    return layers
 
-    def __init__(self, actor: torch.nn.Module, low: torch.Tensor, high: torch.Tensor):
+
+def _flat(module: torch.nn.Module) -> list[torch.nn.Module]:
+    if isinstance(module, torch.nn.Sequential):
+        return [m for child in module for m in _flat(child)]
+    return [module]
+
+
+def build(layers: list[dict[str, Any]]) -> torch.nn.Sequential:
+    """The network a JSON layer list describes (weights at their initial values)."""
+    if not isinstance(layers, list) or not layers:
+        raise ArgumentError(f"network: expected a non-empty list of layers, got {layers!r}")
+    modules = []
+    for i, layer in enumerate(layers):
+        kind = layer.get("type") if isinstance(layer, dict) else None
+        if kind not in LAYERS:
+            raise ArgumentError(f"network[{i}]: expected a layer type in {sorted(LAYERS)}, got {layer!r}")
+        cls, sizes = LAYERS[kind]
+        if set(layer) != {"type", *sizes} or not all(_is_size(layer[s]) for s in sizes):
+            raise ArgumentError(
+                f"network[{i}]: expected a {kind} layer with sizes {list(sizes)}, got {layer!r}"
+            )
+        modules.append(cls(*(layer[s] for s in sizes)))
+    return torch.nn.Sequential(*modules)
+
+
+def _is_size(x: Any) -> bool:
+    return type(x) is int and 0 < x <= 1 << 20
+
+
+def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: dict | None = None) -> dict:
+    """Write `actor` (float32 obs -> deterministic actions, see `describe`) for `env`'s layout to
+    `path`; returns the metadata."""
+    layout = policy_layout(env)
+    network = describe(actor)
+    meta = {"format": FORMAT, "network": network, **layout, "backend": backend, "info": _jsonable(info or {})}
+    weights = {
+        f"{i}.{name}": tensor.detach().to("cpu", torch.float32).contiguous()
+        for i, module in enumerate(_flat(actor))
+        for name, tensor in module.state_dict().items()
+    }
+    safetensors.torch.save_file(weights, path, metadata={META_KEY: json.dumps(meta)})
+    return meta
+
+
+def load_policy(path: str, device: str | torch.device = "cpu") -> tuple[torch.nn.Module, dict]:
+    """(module on `device`, metadata) from a file written by save_policy; any other file is
+    refused with an ArgumentError that says why (nothing in it is unpickled or run)."""
+    if not os.path.isfile(path):
+        raise ArgumentError(f"policy: file not found: {path!r}")
+    try:
+        with safetensors.safe_open(path, framework="pt") as f:
+            header = f.metadata() or {}
+            weights = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 (not a dict)
+    except Exception as e:  # safetensors' errors: not a safetensors file, or a damaged one
+        raise ArgumentError(f"policy: {path} is not a unienv policy file: {_kind(path, e)}") from None
+    if META_KEY not in header:
+        raise ArgumentError(f"policy: {path} is a safetensors file without unienv's metadata ('{META_KEY}')")
+    meta = json.loads(header[META_KEY])
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        given = meta.get("format") if isinstance(meta, dict) else meta
+        raise ArgumentError(f"policy: {path} has format {given!r}, expected {FORMAT!r}")
+    try:
+        network = build(meta.get("network"))
+    except ArgumentError as e:
+        raise ArgumentError(f"policy: {path}: {e}") from None
+    try:
+        _check_ends(network, meta, path)
+        low = torch.as_tensor(np.asarray(meta["action"]["low"], dtype=np.float32))
+        high = torch.as_tensor(np.asarray(meta["action"]["high"], dtype=np.float32))
+        network.load_state_dict(weights, strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        raise ArgumentError(f"policy: {path}: its metadata or weights are malformed: {e}") from None
+    return _ClippedPolicy(network, low, high).to(device).eval(), meta
+
+
+def _check_ends(network: torch.nn.Sequential, meta: dict, path: str) -> None:
+    """The first sized layer takes the observation and the last linear one gives the action."""
+    obs_dim = int(np.prod(meta["observation"]["shape"]))
+    act_dim = int(np.prod(meta["action"]["shape"]))
+    widths = [(m.in_features, m.out_features) for m in network if isinstance(m, torch.nn.Linear)]
+    first = network[0].mean.numel() if isinstance(network[0], Normalize) else widths[0][0] if widths else 0
+    if first != obs_dim or not widths or widths[-1][1] != act_dim:
+        raise ArgumentError(
+            f"policy: {path}: expected a network from {obs_dim} observations to {act_dim} actions, "
+            f"got {meta['network']}"
+        )
+
+
+def _kind(path: str, error: Exception) -> str:
+    """What a non-policy file looks like, for the refusal (read as bytes, never unpickled)."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+        if any(name.endswith("/extra/unienv.json") for name in names):
+            return (
+                "it is an old unienv policy (format unienv.policy/1, a torch.export program), whose "
+                "loading unpickles and can run code; train again to get a .safetensors file"
+            )
+        return "it is a zip archive (torch.save, TorchScript or torch.export?), whose loading can run code"
+    with open(path, "rb") as f:
+        start = f.read(2)
+    if start[:1] == b"\x80":
+        return "it is a pickle, whose loading can run code"
+    return f"expected a safetensors file written by unienv.wrappers.checkpoint.save_policy ({error})"
+
+
+class _ClippedPolicy(torch.nn.Module):
+    """network(obs) clipped to the action bounds, as the training adapter clipped it."""
+
+    def __init__(self, network: torch.nn.Module, low: torch.Tensor, high: torch.Tensor):
         super().__init__()
-        self.actor = actor
+        self.network = network
         self.register_buffer("low", low)
         self.register_buffer("high", high)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(self.actor(obs), self.low, self.high)
-
-
-def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: dict | None = None) -> dict:
-    """Export `actor` (float32 obs -> actions, deterministic) for `env`'s layout to `path`; returns the metadata."""
-    layout = policy_layout(env)
-    meta = {"format": FORMAT, **layout, "backend": backend, "info": _jsonable(info or {})}
-    low = torch.as_tensor(np.asarray(layout["action"]["low"]), dtype=torch.float32)
-    high = torch.as_tensor(np.asarray(layout["action"]["high"]), dtype=torch.float32)
-    module = _ClippedPolicy(actor, low, high).to("cpu").eval()
-    example = torch.zeros((2, *layout["observation"]["shape"]), dtype=torch.float32)
-    batch = torch.export.Dim("batch", min=1)
-    program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
-    torch.export.save(program, path, extra_files={META_FILE: json.dumps(meta)})
-    return meta
-
-
-def is_policy_file(path: str) -> bool:
-    """Whether `path` is a file written by save_policy."""
-    if not zipfile.is_zipfile(path):
-        return False
-    with zipfile.ZipFile(path) as archive:
-        return any(name.endswith(f"/extra/{META_FILE}") for name in archive.namelist())
-
-
-def load_policy(path: str, device: str | torch.device = "cpu") -> tuple[torch.nn.Module, dict]:
-    """(module on `device`, metadata) from a file written by save_policy."""
-    extra = {META_FILE: ""}
-    program = torch.export.load(path, extra_files=extra)
-    meta = json.loads(extra[META_FILE])
-    if meta.get("format") != FORMAT:
-        raise ArgumentError(f"policy: {path} has format {meta.get('format')!r}, expected {FORMAT!r}")
-    if torch.device(device).type != "cpu":
-        program = torch.export.passes.move_to_device_pass(program, torch.device(device))
-    return program.module(), meta
+        return torch.clamp(self.network(obs), self.low, self.high)
 
 
 def layout_mismatches(meta: dict, env) -> list[str]:

@@ -31,6 +31,7 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from unienv.errors import ArgumentError
+from unienv.wrappers.checkpoint import Normalize
 
 
 class RslRlVecEnv(VecEnv):
@@ -126,3 +127,21 @@ class RslRlVecEnv(VecEnv):
 
     def _wrap(self, obs: torch.Tensor) -> TensorDict:
         return TensorDict({"policy": obs.to(torch.float32)}, batch_size=[self.num_envs], device=self.device)
+
+
+def exportable_actor(runner) -> torch.nn.Sequential:
+    """The runner's deterministic actor (observation normalizer, MLP, Gaussian mean) as a plain
+    torch.nn.Sequential that unienv.wrappers.checkpoint.save_policy can write as tensors and JSON."""
+    model = runner.get_inference_policy(device="cpu").as_jit()
+    if type(model.deterministic_output).__name__ != "_IdentityDeterministicOutput":
+        raise ArgumentError(
+            f"runner: expected a Gaussian actor (its mean is the action), got {type(model.deterministic_output).__name__}"
+        )
+    layers = list(model.mlp)
+    norm = model.obs_normalizer
+    if not isinstance(norm, torch.nn.Identity):  # rsl_rl's EmpiricalNormalization: (x - mean) / (std + eps)
+        frozen = Normalize(norm._mean.numel())
+        frozen.mean.copy_(norm._mean.flatten())
+        frozen.std.copy_(norm._std.flatten() + norm.eps)
+        layers.insert(0, frozen)
+    return torch.nn.Sequential(*layers)

@@ -66,7 +66,11 @@ class Sb3VecEnv(VecEnv):
         """Step with the actions given to step_async; returns (obs, rewards, dones, infos)."""
         if self._actions is None:
             raise ArgumentError("actions: step_wait() called without a step_async(actions) before it")
-        actions = np.asarray(self._actions, dtype=self.action_space.dtype).reshape(self.num_envs, -1)
+        actions = np.asarray(self._actions, dtype=self.action_space.dtype)
+        if actions.shape != (self.num_envs, *self.action_space.shape):  # a transposed array too
+            raise ArgumentError(
+                f"actions: expected shape {(self.num_envs, *self.action_space.shape)}, got {actions.shape}"
+            )
         self._actions = None
         obs, reward, terminated, truncated, info = self.env.step(torch.from_numpy(actions))
         terminated, truncated = _numpy(terminated), _numpy(truncated)

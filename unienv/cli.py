@@ -1,0 +1,96 @@
+"""The command line's error handling: a user's mistake is one line on stderr, not a traceback.
+
+play.py, train.py and `python -m unienv` run their main function through `run(main)`. A mistake
+(an unienv error, a Hydra config error, a missing extra or file, a device that is not there)
+prints `error: <what, expected, given>` and exits with status 1; anything else is a bug and keeps
+its traceback. `--debug` on the command line or HYDRA_FULL_ERROR=1 in the environment shows the
+full traceback for every error (`run` passes that on to `report` as UNIENV_DEBUG, and sets
+HYDRA_FULL_ERROR=1 so that Hydra re-raises its config errors instead of printing them itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+from unienv.errors import ArgumentError, UnienvError, install_command, unknown_name
+from unienv.tasks import option_defaults
+
+USER_ERRORS = (UnienvError, HydraException, OmegaConfBaseException, ImportError, FileNotFoundError)
+
+
+def run(main: Callable[[], object]) -> None:
+    """Call `main` (a Hydra or argparse entry point); a user's mistake exits with one line."""
+    debug = "--debug" in sys.argv[1:] or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    sys.argv = [a for a in sys.argv if a != "--debug"]
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises its config errors; report() shows them
+    os.environ["UNIENV_DEBUG"] = "1" if debug else ""
+    status = report(main)()
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def report(function: Callable) -> Callable:
+    """`function` with a user's mistake printed as one `error:` line and exit status 1. Under
+    @hydra.main it goes below the decorator (Hydra prints a line of its own for a job's error)."""
+
+    @functools.wraps(function)
+    def reported(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except USER_ERRORS as e:
+            if os.environ.get("UNIENV_DEBUG"):
+                raise
+            print(f"error: {message(e)}", file=sys.stderr)
+            sys.exit(1)
+
+    return reported
+
+
+def message(e: BaseException) -> str:
+    """A user's mistake in one line, with the closest valid name where one was misspelled."""
+    if isinstance(e, MissingConfigException) and e.options:  # task=antt
+        group, _, name = (e.missing_cfg_file or "").rpartition("/")
+        return str(unknown_name(f"{group or 'config'} choice", name, e.options))
+    cause = e.__cause__
+    if (
+        isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None
+    ):  # task.episode_lenght_s=3
+        parent = str(cause.full_key).rpartition(".")[0]
+        valid = [str(k) for k in cause.parent_node]
+        if parent == "task" and "name" in valid:  # the task's real options, not only its YAML's
+            valid = list(dict.fromkeys([*valid, *option_defaults(cause.parent_node["name"])]))
+        valid = [f"{parent}.{k}" if parent else k for k in valid]
+        return str(unknown_name("config key", str(cause.full_key), valid))
+    if isinstance(e, OverrideParseException):  # num_envs=[1
+        return f"{e.override!r} is not a valid override: {e.message.splitlines()[0]}"
+    if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
+        return f"the {e.name!r} package is not installed ({e})"
+    if isinstance(e, FileNotFoundError):
+        return f"file not found: {e.filename or e}"
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    return "; ".join(lines) if isinstance(e, UnienvError) else (lines[0] if lines else type(e).__name__)
+
+
+def check_ints(cfg, *keys: str) -> None:
+    """Raise ArgumentError naming the first config key in `keys` whose value is not an int."""
+    for key in keys:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ArgumentError(f"{key}: expected an int, got {value!r}")
+
+
+def require_extra(module: str, extra: str) -> None:
+    """Exit with one line saying how to install `extra` if `module` is not importable."""
+    if importlib.util.find_spec(module) is None:
+        print(
+            f"error: this needs the {module!r} package; install it with: {install_command(extra)}",
+            file=sys.stderr,
+        )
+        sys.exit(1)
