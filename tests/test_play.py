@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+import unienv
 from unienv import bench
 from unienv.tasks import TASKS, task_class
+from unienv.wrappers.checkpoint import save_policy
 
 from .contract.conftest import MJWARP_DEVICE
 
@@ -44,10 +46,21 @@ def test_play_records_a_non_blank_tiled_video(tmp_path):
     assert not np.array_equal(frames[0], frames[-1])  # and it moves
 
 
+def _save_cartpole_policy(path):
+    """An untrained cartpole actor in unienv's policy file format."""
+    env = unienv.make("cartpole")
+    save_policy(str(path), torch.nn.Sequential(torch.nn.Linear(5, 1), torch.nn.Tanh()), env, backend="mujoco")
+    env.close()
+
+
 def test_play_runs_a_saved_policy_without_video(tmp_path):
-    torch.save(torch.nn.Sequential(torch.nn.Linear(5, 1), torch.nn.Tanh()), tmp_path / "policy.pt")
+    _save_cartpole_policy(tmp_path / "policy.safetensors")
     done = play(
-        "steps=20", "num_envs=2", "video.enabled=false", f"policy={tmp_path / 'policy.pt'}", cwd=tmp_path
+        "steps=20",
+        "num_envs=2",
+        "video.enabled=false",
+        f"policy={tmp_path / 'policy.safetensors'}",
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert "video:" not in done.stdout
@@ -57,9 +70,9 @@ def test_play_runs_a_saved_policy_without_video(tmp_path):
 def test_a_replay_gets_its_own_video_and_a_quiet_progress_bar(tmp_path):
     """A policy file's video is named for it; a bar on a non-terminal stderr is drawn at start and
     end, not once per step."""
-    torch.save(torch.nn.Sequential(torch.nn.Linear(5, 1), torch.nn.Tanh()), tmp_path / "balance.pt")
+    _save_cartpole_policy(tmp_path / "balance.safetensors")
     steps = ("steps=300", "num_envs=2", "video.envs=1", "video.width=64", "video.height=48")
-    done = play(*steps, f"policy={tmp_path / 'balance.pt'}", cwd=tmp_path)
+    done = play(*steps, f"policy={tmp_path / 'balance.safetensors'}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "videos" / "cartpole_mujoco_balance.mp4").exists()
     bar = [update for update in re.split("[\r\n]", done.stderr) if update.startswith("cartpole x2")]
