@@ -24,7 +24,9 @@ from unienv.render import tile
 from unienv.rollout import make_policy, rollout
 
 # video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
-OmegaConf.register_new_resolver("stem", lambda path: os.path.splitext(os.path.basename(str(path)))[0])
+OmegaConf.register_new_resolver(
+    "stem", lambda path: os.path.splitext(os.path.basename(str(path)))[0], replace=True
+)
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")
