@@ -15,6 +15,7 @@ backend's float dtype (`self.dtype`, set by `Task.setup`):
     remember(s, action, memory)         -> the memory of the next step
     reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
     reset_memory(rng)                   -> memory rows of the envs being reset
+    mocap_pose(memory)                  -> poses of the scene's mocap bodies, or None
 
 Tasks keep no per-step state on `self`: the env owns it. `prev` is the reading
 that gave the last observation (the state before this step), for rewards that
@@ -105,6 +106,13 @@ class Task(abc.ABC):
 
     def reset_memory(self, rng: Sampler) -> Reading:
         return {}
+
+    def mocap_pose(self, memory: Reading) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Where the scene's mocap bodies go for an episode (a target marker, say), from the
+        memory: positions (N, nmocap, 3) and wxyz quaternions (N, nmocap, 4). The env writes
+        them after each reset where the backend declares `mocap`, and renders them on every
+        backend. None (the default) leaves them where the scene puts them."""
+        return None
 
 
 def total(terms: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -190,6 +190,7 @@ class MjwarpBackend(SimBackend):
             dtype=torch.float32,
             deterministic=self.device.type == "cpu",
             mj_fields=True,
+            mocap=True,
             sync_free=True,
             cuda_graph=self.device.type == "cuda",
         )
@@ -223,6 +224,8 @@ class MjwarpBackend(SimBackend):
                     "site_xpos",
                     "qfrc_actuator",
                     "qfrc_constraint",
+                    "mocap_pos",
+                    "mocap_quat",
                 )
             }
             self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
@@ -419,6 +422,16 @@ class MjwarpBackend(SimBackend):
         if name == "site_xpos":
             values = values[:, : len(self.info.names["site"])]
         return values.clone()  # float32, the engine's (and the backend's) dtype
+
+    def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._out["mocap_pos"], self._out["mocap_quat"]
+
+    def _set_mocap_mask(self, mask: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        rows = mask[:, None, None]
+        for view, new in zip(self._mocap_views(), (pos, quat), strict=True):
+            view.copy_(torch.where(rows, new.to(view.dtype), view))
+        self._fresh = False
+        self._refresh()
 
     # ---- snapshots ----------------------------------------------------------
 

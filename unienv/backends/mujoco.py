@@ -131,7 +131,12 @@ class MujocoBackend(SimBackend):
 
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
-            backend="mujoco", device="cpu", dtype=torch.float64, deterministic=True, mj_fields=True
+            backend="mujoco",
+            device="cpu",
+            dtype=torch.float64,
+            deterministic=True,
+            mj_fields=True,
+            mocap=True,
         )
 
     # ---- lifecycle ----------------------------------------------------------
@@ -145,12 +150,14 @@ class MujocoBackend(SimBackend):
         self._qvel = b.bind("qvel")
         self._xfrc = b.bind("xfrc_applied")
         self._views = {name: torch.from_numpy(b.bind(name)) for name in ("time", "qpos", "qvel", "ctrl")}
+        self._mocap = (torch.from_numpy(b.bind("mocap_pos")), torch.from_numpy(b.bind("mocap_quat")))
         self._out = {
             name: _writable(b.bind(name))
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
-        self._fresh = True  # derived outputs describe the current state of every env
+        # outputs bound after the reset are filled by the next batch call: the first derived read runs it
+        self._fresh = False  # derived outputs describe the current state of every env
         self._derived_read = False  # a derived quantity was read since the last step
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
@@ -243,6 +250,15 @@ class MujocoBackend(SimBackend):
         if name == "site_xpos":  # without the hidden sensor's site, which is last
             value = value[:, : len(self.info.names["site"])]
         return value
+
+    def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._mocap
+
+    def _set_mocap_mask(self, mask: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        rows = np.flatnonzero(mask.numpy())  # the CPU engine: host reads are free
+        for view, new in zip(self._mocap, (pos, quat), strict=True):
+            view[rows] = new[rows].to(view.dtype)
+        self._batch.forward(rows, stage=_ACC)
 
     # ---- snapshots ----------------------------------------------------------
 
