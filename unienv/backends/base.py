@@ -85,6 +85,7 @@ class Capabilities:
     body_wrench: bool = True
     mj_fields: bool = False  # get_mj_field: MuJoCo's own derived quantities (MJ_FIELDS)
     mocap: bool = False  # set_mocap_pose_tensor*, get_mocap_views: the scene's mocap bodies moved per env
+    height_scan: bool = False  # get_height_scan: the engine's ray casts onto the terrain (TERRAIN_GROUP)
     # the engine's state lives on a device that a host read would wait for (CUDA, or an engine
     # built for it run on the CPU): unienv then drives it with masks and static shapes and never
     # reads a device value on the host in the hot path (no bool(t), .item(), .cpu(), nonzero)
@@ -95,6 +96,13 @@ class Capabilities:
     # where the backend knowingly differs from MuJoCo on this scene (integrator, contact model),
     # one line each; the backend also warns with them at construction
     differences: tuple[str, ...] = ()
+
+
+TERRAIN_GROUP = 2
+"""The geom group of terrain (MJCF `<geom group="2">`, as `unienv.terrain` writes it): the only
+geoms a height scan sees, so that the robot's own geoms never hide the ground."""
+SCAN_ABOVE, SCAN_BELOW = 1.0, 4.0
+"""Height-scan rays run from SCAN_ABOVE metres above the body down to SCAN_BELOW below it."""
 
 
 class BodyViews(NamedTuple):
@@ -522,6 +530,44 @@ class SimBackend(abc.ABC):
         self._require("mj_fields")
         return self._mj_field(name)
 
+    # ---- height scans ---------------------------------------------------------
+
+    def get_height_scan(self, body_id: int, offsets: torch.Tensor) -> torch.Tensor:
+        """Terrain height (world z, m) at points around a body, (N, P), in the backend's dtype
+        on its device.
+
+        The points lie at `offsets` (P, 2), metres, in the body's yaw frame (x along its
+        heading projected on the ground, y to its left), each scanned by a vertical ray cast
+        by the engine from SCAN_ABOVE m above the body's origin down to SCAN_BELOW m below
+        it, onto the geoms of group TERRAIN_GROUP. A ray that hits none reports the bottom
+        of its range (body z - SCAN_BELOW). On a `sync_free` backend nothing is read on the
+        host; offsets are then not checked for NaN (a NaN ray hits nothing).
+        """
+        self._check_open()
+        self._require("height_scan")
+        self._ready()
+        body = int(self._checked_object_ids([body_id], "body")[0])
+        if offsets.__class__ is not torch.Tensor or offsets.ndim != 2 or offsets.shape[1] != 2:
+            raise ArgumentError(
+                f"offsets: expected a (P, 2) torch.Tensor, got {type(offsets).__name__} "
+                f"{tuple(getattr(offsets, 'shape', ()))}"
+            )
+        offsets = self._checked_array(offsets, "offsets", tuple(offsets.shape), finite=not self._sync_free)
+        views = self._body_views(np.array([body]))
+        pos, quat = views.pos[:, 0], views.quat[:, 0]
+        w, x, y, z = quat.unbind(-1)
+        yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        cos, sin = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
+        dx, dy = offsets[:, 0].to(pos.dtype), offsets[:, 1].to(pos.dtype)
+        top = (pos[:, 2] + SCAN_ABOVE)[:, None].expand(-1, len(offsets))
+        origins = torch.stack(
+            (pos[:, :1] + cos * dx - sin * dy, pos[:, 1:2] + sin * dx + cos * dy, top), -1
+        )  # (N, P, 3)
+        depth = self._cast_down(origins.contiguous())
+        reach = SCAN_ABOVE + SCAN_BELOW
+        hit = (depth >= 0) & (depth <= reach)
+        return top - torch.where(hit, depth, torch.full_like(depth, reach))
+
     # ---- mocap bodies --------------------------------------------------------
 
     @property
@@ -887,6 +933,11 @@ class SimBackend(abc.ABC):
 
     def _mj_field(self, name: str) -> torch.Tensor:
         raise CapabilityError(f"the {self.name} backend does not support mj_fields")
+
+    def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
+        """Distances (N, P) from origins (N, P, 3) down (-z) to the first geom of TERRAIN_GROUP,
+        -1 where none; in the backend's dtype, on its device."""
+        raise CapabilityError(f"the {self.name} backend does not support height_scan")
 
     def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
         raise CapabilityError(f"the {self.name} backend does not support mocap")

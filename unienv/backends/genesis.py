@@ -324,6 +324,12 @@ class GenesisBackend(SimBackend):
     def _check_features(self, m: mujoco.MjModel) -> None:
         """Refuse MJCF features that Genesis would ignore or simulate differently, naming them."""
         names, where = self.info.names, f"scene {self.scene!r}"
+        hfields = np.flatnonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
+        if hfields.size:
+            raise CapabilityError(
+                f'{where}: heightfield geoms (MJCF <geom type="hfield">, e.g. terrain) '
+                f"{[names['geom'][g] for g in hfields]}: the genesis backend does not parse them"
+            )
         gravcomp = np.flatnonzero(m.body_gravcomp)
         if gravcomp.size:
             raise CapabilityError(

@@ -54,6 +54,7 @@ import torch
 from mujoco import batch as mjbatch
 
 from unienv.backends.base import (
+    TERRAIN_GROUP,
     BodyViews,
     Capabilities,
     DRTerm,
@@ -137,6 +138,7 @@ class MujocoBackend(SimBackend):
             deterministic=True,
             mj_fields=True,
             mocap=True,
+            height_scan=True,
         )
 
     # ---- lifecycle ----------------------------------------------------------
@@ -259,6 +261,13 @@ class MujocoBackend(SimBackend):
         for view, new in zip(self._mocap, (pos, quat), strict=True):
             view[rows] = new[rows].to(view.dtype)
         self._batch.forward(rows, stage=_ACC)
+
+    def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
+        # Batch.ray runs mj_kinematics on its own copies: the state and the outputs stay as they are
+        group = np.zeros(mujoco.mjNGROUP, dtype=np.uint8)
+        group[TERRAIN_GROUP] = 1
+        dist, _ = self._batch.ray(origins.numpy(), np.array([0.0, 0.0, -1.0]), geomgroup=group)
+        return torch.from_numpy(dist)
 
     # ---- snapshots ----------------------------------------------------------
 
