@@ -208,6 +208,8 @@ class UniEnv(VectorEnv):
                 return obs
             ids = torch.nonzero(mask).flatten()
             rng = self._random.for_envs(ids)
+        if self._reading is not None:  # episodes end: what carries across them (a curriculum)
+            self.task.on_reset(mask, self._reading, self._memory)
         if self.dr is not None:
             self.dr.reset(mask)
         qpos, qvel = self.task.reset_state(ids, rng)

@@ -43,14 +43,15 @@ from unienv.errors import ArgumentError, unknown_name
 
 TYPES = ("flat", "rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "obstacles")
 STEP_WIDTH = 0.3  # m, the tread of a stair
+SPAWN_CLEARANCE = 0.3  # m around a tile's centre that a spawning robot must clear
 
 
 @dataclasses.dataclass(frozen=True)
 class TerrainConfig:
     """What `cfg/terrain/*.yaml` sets: the tile grid, its difficulty range and its seed."""
 
-    types: tuple[str, ...] = ("flat",)  # one column of tiles per type
-    num_levels: int = 5  # rows of tiles, easiest first
+    types: tuple[str, ...] = TYPES  # one column of tiles per type
+    num_levels: int = 10  # rows of tiles, easiest first
     tile_size: float = 4.0  # m, side of a square tile
     resolution: float = 0.1  # m between height samples
     difficulty: tuple[float, float] = (0.0, 1.0)  # of the first and the last level
@@ -142,17 +143,17 @@ class Terrain:
                 self.heights[column * n : (column + 1) * n, level * n : (level + 1) * n] = h
 
     def tile_origin(self, level: np.ndarray, column: np.ndarray) -> np.ndarray:
-        """World (x, y, z) of the centres of tiles (level, column), on their platforms, (..., 3)."""
-        c = self.config
-        level, column = np.asarray(level), np.asarray(column)
-        return np.stack(
-            [
-                (level + 0.5) * c.tile_size,
-                (column + 0.5) * c.tile_size,
-                np.zeros(np.broadcast(level, column).shape),
-            ],
-            -1,
-        )
+        """World (x, y, z) of the centres of tiles (level, column), (..., 3): z is the highest
+        ground within SPAWN_CLEARANCE m of the centre, where a robot stands clear of it."""
+        c, n = self.config, self.config.samples
+        level, column = np.broadcast_arrays(np.asarray(level), np.asarray(column))
+        r, mid = round(SPAWN_CLEARANCE / c.resolution), n // 2
+        tops = [
+            self.heights[k * n + mid - r : k * n + mid + r + 1, lv * n + mid - r : lv * n + mid + r + 1].max()
+            for lv, k in zip(level.ravel(), column.ravel(), strict=True)
+        ]
+        x, y = (level + 0.5) * c.tile_size, (column + 0.5) * c.tile_size
+        return np.stack([x, y, np.reshape(tops, level.shape)], -1)
 
     def spawn_origins(self, num_envs: int, max_init_level: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Each env's spawn tile, as legged_gym lays them out: columns (types) in turn by env
@@ -230,10 +231,9 @@ class Curriculum:
         self.levels.copy_(torch.where(mask, (self.levels + step).clamp(0, self.num_levels - 1), self.levels))
 
 
-def from_cfg(cfg: dict | None) -> Terrain | None:
-    """A Terrain from a Hydra `terrain` group node (None or `types: [flat]` alone: no terrain)."""
-    if not cfg:
-        return None
+def from_cfg(cfg: dict | None) -> Terrain:
+    """A Terrain from a Hydra `terrain` group node (cfg/terrain/*.yaml); None: the defaults."""
+    cfg = dict(cfg or {})
     fields = {f.name for f in dataclasses.fields(TerrainConfig)}
     unknown = sorted(set(cfg) - fields - {"name"})
     if unknown:
