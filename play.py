@@ -24,7 +24,7 @@ from unienv.rollout import make_policy, rollout
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")
 def main(cfg: DictConfig) -> None:
     torch.set_num_threads(1)  # the engine's threads use the cores; torch's small tensors need none
-    task_options = OmegaConf.to_container(cfg.task)
+    task_options = OmegaConf.to_container(cfg.task, resolve=True)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
     sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true

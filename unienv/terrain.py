@@ -185,6 +185,22 @@ class Terrain:
             size=[(h.shape[1] - 1) * c.resolution / 2, (h.shape[0] - 1) * c.resolution / 2, span, 0.5],
             userdata=((h - low) / span).astype(np.float32).ravel().tolist(),
         )
+        # a light checker of one square per tile, lit from above at a slant: tiles, steps and
+        # slopes stand out in renders
+        spec.add_texture(
+            name="terrain", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+            rgb1=[0.62, 0.64, 0.66], rgb2=[0.45, 0.5, 0.55], width=64, height=64,
+        )  # fmt: skip
+        repeat = 1 / (2 * c.tile_size)  # per metre: a checker square per tile
+        material = spec.add_material(name="terrain", texrepeat=[repeat, repeat], texuniform=True)
+        material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "terrain"
+        spec.worldbody.add_light(
+            name="terrain_sun", type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, dir=[0.4, 0.6, -0.7],
+            diffuse=[0.6, 0.6, 0.6], castshadow=False,
+        )  # fmt: skip
+        spec.visual.headlight.ambient = [0.25, 0.25, 0.25]
+        spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+        geom.material = "terrain"
         geom.type = mujoco.mjtGeom.mjGEOM_HFIELD
         geom.group = TERRAIN_GROUP  # what height scans see
         geom.hfieldname = hfield.name
