@@ -132,7 +132,9 @@ def test_curriculum_moves_levels_at_reset_only():
     assert columns.tolist() == [0, 1, 0, 1, 0, 1] and levels.tolist() == [0, 0, 1, 1, 0, 0]
     curriculum = Curriculum(terrain, levels.clone(), columns, torch.float64)
     origins = curriculum.origins()
-    assert origins[3].tolist() == [6.0, 6.0, 0.0]  # level 1, column 1: the tile's centre
+    # level 1 (difficulty 0.5), column 1: the centre of the stairs' top, 4 steps of 0.125 m up
+    torch.testing.assert_close(origins[3], torch.tensor([6.0, 6.0, 0.5], dtype=torch.float64))
+    assert origins[2].tolist() == [6.0, 2.0, 0.0]  # flat
     # walked: far, far (but at the top level next), too little, enough for neither, far (not reset), little
     distance = torch.tensor([3.0, 3.0, 0.2, 1.5, 3.0, 0.1], dtype=torch.float64)
     commanded = torch.tensor([4.0, 4.0, 4.0, 2.0, 4.0, 0.1], dtype=torch.float64)
