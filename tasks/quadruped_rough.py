@@ -16,6 +16,8 @@ than half what its command asked for over an episode moves down. Needs body view
 contact forces and height scans.
 """
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -37,8 +39,9 @@ class QuadrupedRough(Quadruped):
         **quadruped_options,
     ):
         super().__init__(**quadruped_options)
-        self.terrain = from_cfg(terrain)
-        self.scene = self.terrain.write_scene(Quadruped.scene)
+        self.ground = from_cfg(terrain)
+        self.terrain = dataclasses.asdict(self.ground.config)  # the option, as a policy file records it
+        self.scene = self.ground.write_scene(Quadruped.scene)
         self.max_init_level = max_init_level
         self.scan_size, self.scan_resolution = tuple(scan_size), scan_resolution
         along, across = (np.arange(-s / 2, s / 2 + 1e-9, scan_resolution) for s in self.scan_size)
@@ -49,9 +52,9 @@ class QuadrupedRough(Quadruped):
 
     def setup(self, backend):
         super().setup(backend)
-        levels, columns = self.terrain.spawn_origins(backend.num_envs, self.max_init_level)
+        levels, columns = self.ground.spawn_origins(backend.num_envs, self.max_init_level)
         to = lambda x: torch.as_tensor(x, device=self.device)  # noqa: E731
-        self.curriculum = Curriculum(self.terrain, to(levels), to(columns), self.dtype)
+        self.curriculum = Curriculum(self.ground, to(levels), to(columns), self.dtype)
         self.base_body = int(backend.find("body", "base")[0])
         self.scan_offsets = self.tensor(self.scan_points)
 

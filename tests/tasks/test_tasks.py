@@ -9,7 +9,6 @@ what that backend lacks; those runs are marked slow (CI runs them).
 """
 
 import importlib.util
-import inspect
 import os
 
 import gymnasium
@@ -24,6 +23,7 @@ from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
 from unienv.tasks import TASKS, gym_id, require, task_class
+from unienv.wrappers.checkpoint import option_names
 
 CFG = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "cfg", "task")
 HEAVY = {
@@ -105,17 +105,6 @@ def test_random_actions_stay_finite_on_other_backends(name, backend):
         random_run(name, backend=backend, include_cfrc_ext_in_observation=False)
 
 
-def _options(cls) -> list[str]:
-    """A task constructor's options; those of `**options` are its parent class's."""
-    out = []
-    for p in inspect.signature(cls.__init__).parameters.values():
-        if p.kind == p.VAR_KEYWORD:
-            out += _options(cls.__mro__[1])
-        elif p.name != "self":
-            out.append(p.name)
-    return out
-
-
 @pytest.mark.parametrize("name", [n for n in TASKS if n != "cartpole"])
 def test_config_matches_constructor(name):
     """cfg/task/<name>.yaml (with what its defaults list composes) names every constructor
@@ -124,7 +113,7 @@ def test_config_matches_constructor(name):
         cfg = OmegaConf.to_container(compose("config", overrides=[f"task={name}"]).task, resolve=True)
     assert cfg.pop("name") == name
     cls = task_class(name)
-    params = _options(cls)
+    params = option_names(cls)
     assert sorted(cfg) == sorted(params)
     task, plain = cls(**cfg), cls()
 
@@ -133,8 +122,6 @@ def test_config_matches_constructor(name):
             return [normal(x) for x in v]
         if isinstance(v, dict):
             return {k: normal(x) for k, x in v.items()}
-        if hasattr(v, "config"):  # a generated terrain: equal by its config
-            return v.config
         return v
 
     for p in params:

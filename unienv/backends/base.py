@@ -32,6 +32,11 @@ back on a backend whose capabilities say `sync_free` (rows out of the term's
 domain are then left unwritten instead of raising). Both go through one hook,
 `_set_dr_mask`.
 
+Optional features, each a `Capabilities` flag: mocap bodies moved per env
+(`set_mocap_pose_tensor*`, `get_mocap_views`) and height scans of terrain
+(`get_height_scan`: the engine's vertical ray casts onto geom group
+TERRAIN_GROUP, around a body in its yaw frame).
+
 Engines implement the underscored hooks at the bottom of the class.
 """
 

@@ -39,6 +39,10 @@ qpos/qvel and runs forward; other worlds' state stays bit-identical.
 Snapshots: `get_physics_state()` rows are [time, qpos, qvel, act,
 qacc_warmstart] in float32, the engine's own precision, so a restore is exact.
 
+Mocap poses are views of `d.mocap_pos`/`d.mocap_quat`, written with
+`torch.where` over a mask, then one forward. Height scans run `mjw.rays` over
+every world as one captured graph on buffers made once per ray count.
+
 DR terms write per-world model fields by the rules of `dr_rules` (inertia with
 mass, servo bias with kp and kd), with `torch.where` over a mask: no host sync.
 The first write of a field replaces its shared row by one row per world (and

@@ -34,6 +34,11 @@ models with force-like sensors; the backend appends one hidden accelerometer
 to the model it simulates. `get_mj_field` (capability mj_fields) serves copies
 of other derived MjData fields (cinert, cvel, cfrc_ext, ...).
 
+Mocap poses are views of the batch's mocap_pos/mocap_quat rows; a write runs
+mj_forward for the rows written. Height scans are `Batch.ray` casts (MuJoCo's
+mj_ray per simulation, on the batch's thread pool), which leave the state and
+outputs as they are.
+
 DR terms write per-simulation model fields (`Batch.expand`) by the rules of
 `dr_rules` (inertia with mass, servo bias with kp and kd), and the terms that
 feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst` for
