@@ -142,3 +142,15 @@ def test_curriculum_moves_levels_at_reset_only():
     mask = torch.tensor([True, True, True, True, False, True])
     curriculum.update(mask, distance, commanded)
     assert curriculum.levels.tolist() == [1, LEVELS - 1, 0, 1, 0, 0]
+
+
+def test_height_scan_refuses_bad_arguments():
+    _, path = _terrain_scene()
+    backend = create_backend("mujoco", 2, scene=path)
+    with pytest.raises(ArgumentError, match=r"offsets: expected a \(P, 2\) torch.Tensor, got Tensor \(3,\)"):
+        backend.get_height_scan(1, torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ArgumentError, match="offsets: contains NaN"):
+        backend.get_height_scan(1, torch.full((2, 2), float("nan"), dtype=torch.float64))
+    with pytest.raises(ArgumentError, match="body_ids"):
+        backend.get_height_scan(99, torch.zeros(2, 2, dtype=torch.float64))
+    backend.close()
