@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.contract.conftest import AVAILABLE, create_backend
+from tests.contract.conftest import AVAILABLE, backend_options, create_backend
 from unienv.errors import ArgumentError, CapabilityError, UnknownNameError
 from unienv.terrain import TYPES, Curriculum, Terrain, TerrainConfig, tile_heights, tile_rng
 
@@ -154,3 +154,31 @@ def test_height_scan_refuses_bad_arguments():
     with pytest.raises(ArgumentError, match="body_ids"):
         backend.get_height_scan(99, torch.zeros(2, 2, dtype=torch.float64))
     backend.close()
+
+
+@pytest.mark.parametrize("name", ["mujoco", "mjwarp"])
+def test_quadruped_rough_curriculum_moves_envs_at_reset(name):
+    """In the env: a robot carried 3 m from its spawn point goes up a level at its reset, one
+    that stayed put against a 1 m/s command goes down, one not reset keeps its level, and each
+    reset env starts on its new tile."""
+    if name not in AVAILABLE:
+        pytest.skip(f"{name} is not installed here")
+    import unienv
+
+    terrain = {"types": ["flat", "rough"], "num_levels": 3, "tile_size": 2.0}
+    options = {"terrain": terrain, "max_init_level": 1, "command_ranges": {"lin_vel_x": [1.0, 1.0]}}
+    env = unienv.make("quadruped_rough", backend=name, num_envs=4, seed=0, task_options=options,
+                      **backend_options(name))  # fmt: skip
+    curriculum, backend = env.task.curriculum, env.backend
+    env.reset()
+    assert curriculum.levels.tolist() == [0, 0, 1, 1]
+    qpos = backend.get_state_views()["qpos"].clone()
+    qpos[0, 0] += 3.0  # env 0 carried 3 m along x
+    backend.set_state_tensor(torch.arange(4), qpos, torch.zeros_like(backend.get_state_views()["qvel"]))
+    env.step(torch.zeros(4, 12))
+    env.reset(options={"reset_mask": torch.tensor([True, False, True, False])})
+    assert curriculum.levels.tolist() == [1, 0, 0, 1]
+    spawn = backend.get_state_views()["qpos"][:, :2].cpu().double()
+    expected = torch.tensor([[3.0, 1.0], [1.0, 1.0]], dtype=torch.float64)  # levels 1 and 0, column 0
+    torch.testing.assert_close(spawn[[0, 2]], expected, atol=1e-5, rtol=0)
+    env.close()
