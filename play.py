@@ -34,7 +34,7 @@ OmegaConf.register_new_resolver(
 def main(cfg: DictConfig) -> None:
     torch.set_num_threads(1)  # the engine's threads use the cores; torch's small tensors need none
     cli.check_ints(cfg, "num_envs", "steps", "video.envs")
-    task_options = OmegaConf.to_container(cfg.task)
+    task_options = OmegaConf.to_container(cfg.task, resolve=True)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
     if isinstance(cfg.video.fps, bool) or not isinstance(cfg.video.fps, int | float) or cfg.video.fps <= 0:

@@ -190,7 +190,7 @@ def main(cfg: DictConfig) -> None:
     max_seconds = cfg.train.max_seconds
     if max_seconds is not None and world > 1:  # processes stopping at different iterations would hang
         raise ValueError("train.max_seconds: a time budget needs one process (got WORLD_SIZE > 1)")
-    task_options = OmegaConf.to_container(cfg.task)
+    task_options = OmegaConf.to_container(cfg.task, resolve=True)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
     device = cfg.device

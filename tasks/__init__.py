@@ -29,6 +29,7 @@ TASKS = {
     "walker2d": "unienv.tasks.walker2d:Walker2d",
     "humanoid": "unienv.tasks.humanoid:Humanoid",
     "quadruped": "unienv.tasks.quadruped:Quadruped",
+    "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
 }
 

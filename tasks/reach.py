@@ -10,8 +10,10 @@ and target minus ee (3). Reward terms: distance (-|ee - target|), precision
 (exp(-|ee - target|^2 / 0.05^2)) and joint speed (-1e-3 |qdot|^2): the reward
 is maximal, 1, at the target at rest. Never terminates; truncated after
 `episode_length_s`. Reset: the "home" pose plus U(-0.1, 0.1) rad per joint, at
-rest. Needs body views only: the ee is link7's frame moved by EE_OFFSET, where
-arm7.xml puts the site (a test checks it against MuJoCo's site position).
+rest. The target shows as the scene's mocap body "target", a green ball that each reset
+moves there (where the backend has mocap; renders show it on every backend). Needs body
+views only: the ee is link7's frame moved by EE_OFFSET, where arm7.xml puts the site (a
+test checks it against MuJoCo's site position).
 """
 
 import os
@@ -62,6 +64,7 @@ class Reach(Task):
         self.ctrl_mid, self.ctrl_half = (high + low) / 2, (high - low) / 2
         self.offset = self.tensor(EE_OFFSET)
         self.target_low, self.target_high = self.tensor(self.target_box)
+        self.upright = self.tensor((1.0, 0.0, 0.0, 0.0))
         self.nv = backend.nv
 
     def action_to_ctrl(self, action):
@@ -96,3 +99,7 @@ class Reach(Task):
 
     def reset_memory(self, rng):
         return {"target": rng.uniform((3,), self.target_low, self.target_high, dtype=self.dtype)}
+
+    def mocap_pose(self, memory):
+        target = memory["target"]
+        return target[:, None], self.upright.expand(len(target), 1, 4)

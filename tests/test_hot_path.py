@@ -31,7 +31,9 @@ def device_env(backend, task, autoreset_mode="same_step", dr=True, **task_option
     if dr:
         config = OmegaConf.to_container(OmegaConf.load(DR_DEFAULT))
         config["push"]["interval"] = [2, 4]  # fire often
-        root = {"ant": "torso", "quadruped": "base", "cartpole": "cart"}[task]  # the preset names torso
+        root = {"ant": "torso", "quadruped": "base", "quadruped_rough": "base", "cartpole": "cart"}[
+            task
+        ]  # the preset names torso
         config["push"]["body"], config["com"]["objects"] = root, root
     return unienv.make(
         task,
@@ -79,6 +81,19 @@ def test_other_tasks_and_modes_make_no_host_sync(task, mode):
     if not MJWARP_DEVICE:
         pytest.skip("needs mujoco_warp (the mjwarp extra)")
     env = device_env("mjwarp", task, autoreset_mode=mode, dr=task != "reach")
+    try:
+        counts = steps_without_syncs(env)
+        assert not counts, f"host conversions in env.step: {counts.most_common()}"
+    finally:
+        env.close()
+
+
+def test_rough_terrain_quadruped_makes_no_host_sync():
+    """Height scans (MuJoCo Warp's ray casts), the curriculum at reset and DR together."""
+    if not MJWARP_DEVICE:
+        pytest.skip("needs mujoco_warp (the mjwarp extra)")
+    terrain = {"types": ["stairs_up", "rough"], "num_levels": 2, "tile_size": 2.0}
+    env = device_env("mjwarp", "quadruped_rough", terrain=terrain, max_init_level=1)
     try:
         counts = steps_without_syncs(env)
         assert not counts, f"host conversions in env.step: {counts.most_common()}"

@@ -163,6 +163,7 @@ class UniEnv(VectorEnv):
         self.dtype = caps.dtype
         # device backends: masks and static shapes, no host reads; the CPU engine: row ids
         self._sync_free = caps.sync_free
+        self._mocap = caps.mocap and backend.nmocap > 0
         if cuda_graph and not caps.cuda_graph:
             gym.logger.warn(
                 f"cuda_graph: the {caps.backend} backend on {caps.device} cannot be captured; stepping eagerly"
@@ -247,6 +248,8 @@ class UniEnv(VectorEnv):
                 return obs
             ids = torch.nonzero(mask).flatten()
             rng = self._random.for_envs(ids)
+        if self._reading is not None:  # episodes end: what carries across them (a curriculum)
+            self.task.on_reset(mask, self._reading, self._memory)
         if self.dr is not None:
             self.dr.reset(mask)
         qpos, qvel = self.task.reset_state(ids, rng)
@@ -264,12 +267,24 @@ class UniEnv(VectorEnv):
                 if k not in self._memory:
                     self._memory[k] = v.new_zeros((self.num_envs, *v.shape[1:]))
                 self._memory[k][ids] = v
+        self._place_mocap(mask, ids)
         self._return.masked_fill_(mask, 0.0)
         self.episode_length.masked_fill_(mask, 0)
         self._start.masked_fill_(mask, self._clock())
         self._keep("_reading", self.task.read(self.backend))
         fresh = self._finish_obs(self.task.observe(self._reading, self._memory), mask)
         return fresh if obs is None else torch.where(mask[:, None], fresh, obs)
+
+    def _place_mocap(self, mask: torch.Tensor, ids: torch.Tensor) -> None:
+        """Move the task's mocap bodies for the envs just reset, where the backend can (elsewhere
+        they only show in renders)."""
+        pose = self.task.mocap_pose(self._memory) if self._mocap else None
+        if pose is None:
+            return
+        if self._sync_free:
+            self.backend.set_mocap_pose_tensor_mask(mask, *pose)
+        else:
+            self.backend.set_mocap_pose_tensor(ids, pose[0][ids], pose[1][ids])
 
     def _dr_reset_state(self, mask, ids, qpos, qvel):
         """The DR manager works on full-width rows; the CPU path holds rows for ids only."""
@@ -493,7 +508,11 @@ class UniEnv(VectorEnv):
             height, width = self.render_size
             self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
         qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
-        return tuple(self._renderer.render(q) for q in qpos)
+        pose = self.task.mocap_pose(self._memory) if self._memory else None
+        if pose is None:
+            return tuple(self._renderer.render(q) for q in qpos)
+        pos, quat = (x[self.render_env_ids].cpu().numpy() for x in pose)
+        return tuple(self._renderer.render(q, p, r) for q, p, r in zip(qpos, pos, quat, strict=True))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:

@@ -37,7 +37,7 @@ def unknown_name(kind: str, name: str, valid: Iterable[str]) -> UnknownNameError
     valid = list(valid)
     close = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    shown = ", ".join(map(repr, valid[:12])) + (", ..." if len(valid) > 12 else "")
+    shown = ", ".join(map(repr, valid[:16])) + (", ..." if len(valid) > 16 else "")
     return UnknownNameError(f"unknown {kind} {name!r}{hint} (valid: {shown})")
 
 

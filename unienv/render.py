@@ -164,8 +164,14 @@ class Renderer:
         track = camera.get("track_body")
         self._track = None if track is None else self.model.body(track).id
 
-    def render(self, qpos: np.ndarray) -> np.ndarray:
+    def render(
+        self, qpos: np.ndarray, mocap_pos: np.ndarray | None = None, mocap_quat: np.ndarray | None = None
+    ) -> np.ndarray:
+        """A frame of the scene at qpos, with its mocap bodies at (nmocap, 3) and (nmocap, 4) wxyz
+        poses where given."""
         self.data.qpos[:] = qpos
+        if mocap_pos is not None:
+            self.data.mocap_pos[:], self.data.mocap_quat[:] = mocap_pos, mocap_quat
         mujoco.mj_kinematics(self.model, self.data)
         if self._track is not None:
             self._camera.lookat[:] = self.data.xpos[self._track]

@@ -15,8 +15,11 @@ backend's float dtype (`self.dtype`, set by `Task.setup`):
     remember(s, action, memory)         -> the memory of the next step
     reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
     reset_memory(rng)                   -> memory rows of the envs being reset
+    mocap_pose(memory)                  -> poses of the scene's mocap bodies, or None
+    on_reset(mask, s, memory)           cross-episode state (a terrain curriculum) at reset
 
-Tasks keep no per-step state on `self`: the env owns it. `prev` is the reading
+Tasks keep no per-step state on `self`: the env owns it. State that lives across
+episodes (a terrain curriculum's levels) is the one exception, moved only by `on_reset`. `prev` is the reading
 that gave the last observation (the state before this step), for rewards that
 difference against it. `memory` is a dict of per-env tensors (N, ...) that
 lives across steps, e.g. a velocity command or the last action: the env keeps
@@ -105,6 +108,19 @@ class Task(abc.ABC):
 
     def reset_memory(self, rng: Sampler) -> Reading:
         return {}
+
+    def on_reset(self, mask: torch.Tensor, s: Reading, memory: Reading) -> None:
+        """Called by the env before the envs of `mask` (num_envs,) start new episodes (not at
+        the first reset), with the reading and memory their episodes ended with; for state
+        that lives across episodes, e.g. a curriculum. Masked device math only. Default: nothing."""
+        return None
+
+    def mocap_pose(self, memory: Reading) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Where the scene's mocap bodies go for an episode (a target marker, say), from the
+        memory: positions (N, nmocap, 3) and wxyz quaternions (N, nmocap, 4). The env writes
+        them after each reset where the backend declares `mocap`, and renders them on every
+        backend. None (the default) leaves them where the scene puts them."""
+        return None
 
 
 def total(terms: dict[str, torch.Tensor]) -> torch.Tensor:

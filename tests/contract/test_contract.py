@@ -591,6 +591,9 @@ EFFECTS = {
         _box_slide,
         1,
     ),  # less friction (MuJoCo takes the max of the two): the box slides farther
+    # softer contacts (a longer time constant, a lower impedance): the resting box sinks deeper
+    "geom_solref": (["box", "floor"], _box_height, -1),
+    "geom_solimp": (["box", "floor"], _box_height, -1),
     "dof_damping": ("hinge", _hinge_speed, -1),
     "dof_armature": ("slider", _cart_progress, -1),
     "dof_frictionloss": ("hinge", _hinge_speed, -1),
@@ -608,6 +611,8 @@ def modified(default: torch.Tensor, term: str) -> torch.Tensor:
         return default - torch.tensor([0.0, 0.0, 0.2], dtype=default.dtype, device=default.device)
     if term == "geom_friction":
         return default * 0.2
+    if term == "geom_solimp":  # dmin and dmax halved
+        return default * torch.tensor([0.5, 0.5, 1.0, 1.0, 1.0], dtype=default.dtype, device=default.device)
     return default * 3.0 + (1.0 if term.startswith("dof_") or term == "actuator_kd" else 0.0)
 
 
@@ -621,6 +626,8 @@ def test_dr_term_changes_the_physics(make_backend, backend_name, term):
     qpos, qvel = initial_state(b, 2)
     if term == "geom_friction":  # the box on the floor, pushed along x
         qpos[:, 2], qvel[:, 0] = 0.1, 1.0
+    if term in ("geom_solref", "geom_solimp"):  # the box resting on the floor
+        qpos[:, 2] = 0.1
     b.set_state_tensor(torch.arange(2), qpos, qvel)
     default = b.get_dr_default(term)
     values = default.clone()

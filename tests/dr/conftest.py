@@ -111,12 +111,16 @@ def dr_backend(backend_name):
     backend.close()
 
 
+# every term but the contact solver parameters, which Genesis keeps the same for all envs
+GENESIS_TERMS = tuple(t for t in DR_TERMS if t not in ("geom_solref", "geom_solimp"))
+
+
 def _shared_genesis(slot):
     """The session's genesis backend number `slot` (4 envs, every term declared), defaults restored."""
     backend = _shared.get(slot)
     if backend is None:
         backend = _shared[slot] = create(
-            "genesis", SCENE, 4, ContractTask.sim_dt, device="cpu", randomize=DR_TERMS
+            "genesis", SCENE, 4, ContractTask.sim_dt, device="cpu", randomize=GENESIS_TERMS
         )
     _restore_defaults(backend)
     return backend

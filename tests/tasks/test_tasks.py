@@ -9,23 +9,30 @@ what that backend lacks; those runs are marked slow (CI runs them).
 """
 
 import importlib.util
-import inspect
 import os
 
 import gymnasium
 import pytest
 import torch
-import yaml
 from gymnasium.utils.env_checker import check_env
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 import unienv
 from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
 from unienv.tasks import TASKS, gym_id, require, task_class
+from unienv.wrappers.checkpoint import option_names
 
 CFG = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "cfg", "task")
-HEAVY = {"humanoid", "ant", "inverted_double_pendulum", "quadruped"}  # the slowest random runs
+HEAVY = {
+    "humanoid",
+    "ant",
+    "inverted_double_pendulum",
+    "quadruped",
+    "quadruped_rough",
+}  # the slowest random runs
 HAS_GENESIS = importlib.util.find_spec("genesis") is not None
 
 
@@ -79,6 +86,7 @@ CANNOT = {
     ("genesis", "humanoid"): "mj_fields",
     ("genesis", "inverted_double_pendulum"): "mj_fields",
     ("mjwarp", "humanoid"): "mjSOL_PGS",  # Gymnasium's humanoid.xml uses the PGS solver
+    ("genesis", "quadruped_rough"): "hfield",  # Genesis does not parse heightfields
 }
 
 
@@ -99,12 +107,13 @@ def test_random_actions_stay_finite_on_other_backends(name, backend):
 
 @pytest.mark.parametrize("name", [n for n in TASKS if n != "cartpole"])
 def test_config_matches_constructor(name):
-    """cfg/task/<name>.yaml names every constructor option with its default value."""
-    with open(os.path.join(CFG, f"{name}.yaml")) as f:
-        cfg = yaml.safe_load(f)
+    """cfg/task/<name>.yaml (with what its defaults list composes) names every constructor
+    option with its default value."""
+    with initialize_config_dir(config_dir=os.path.abspath(os.path.join(CFG, os.pardir)), version_base=None):
+        cfg = OmegaConf.to_container(compose("config", overrides=[f"task={name}"]).task, resolve=True)
     assert cfg.pop("name") == name
     cls = task_class(name)
-    params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    params = option_names(cls)
     assert sorted(cfg) == sorted(params)
     task, plain = cls(**cfg), cls()
 

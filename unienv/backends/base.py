@@ -32,6 +32,11 @@ back on a backend whose capabilities say `sync_free` (rows out of the term's
 domain are then left unwritten instead of raising). Both go through one hook,
 `_set_dr_mask`.
 
+Optional features, each a `Capabilities` flag: mocap bodies moved per env
+(`set_mocap_pose_tensor*`, `get_mocap_views`) and height scans of terrain
+(`get_height_scan`: the engine's vertical ray casts onto geom group
+TERRAIN_GROUP, around a body in its yaw frame).
+
 Engines implement the underscored hooks at the bottom of the class.
 """
 
@@ -85,6 +90,8 @@ class Capabilities:
     site_jacobian: bool = True
     body_wrench: bool = True
     mj_fields: bool = False  # get_mj_field: MuJoCo's own derived quantities (MJ_FIELDS)
+    mocap: bool = False  # set_mocap_pose_tensor*, get_mocap_views: the scene's mocap bodies moved per env
+    height_scan: bool = False  # get_height_scan: the engine's ray casts onto the terrain (TERRAIN_GROUP)
     # the engine's state lives on a device that a host read would wait for (CUDA, or an engine
     # built for it run on the CPU): unienv then drives it with masks and static shapes and never
     # reads a device value on the host in the hot path (no bool(t), .item(), .cpu(), nonzero)
@@ -95,6 +102,13 @@ class Capabilities:
     # where the backend knowingly differs from MuJoCo on this scene (integrator, contact model),
     # one line each; the backend also warns with them at construction
     differences: tuple[str, ...] = ()
+
+
+TERRAIN_GROUP = 2
+"""The geom group of terrain (MJCF `<geom group="2">`, as `unienv.terrain` writes it): the only
+geoms a height scan sees, so that the robot's own geoms never hide the ground."""
+SCAN_ABOVE, SCAN_BELOW = 1.0, 4.0
+"""Height-scan rays run from SCAN_ABOVE metres above the body down to SCAN_BELOW below it."""
 
 
 class BodyViews(NamedTuple):
@@ -152,6 +166,7 @@ class SceneInfo:
     body_inertia: np.ndarray  # (nbody, 3) principal moments
     sensor_adr: np.ndarray  # (nsensor,)
     sensor_dim: np.ndarray  # (nsensor,)
+    mocap_body: np.ndarray  # (nmocap,) body id of each mocap body, in mocap order
 
     @classmethod
     def from_mjmodel(cls, model: Any) -> SceneInfo:
@@ -203,6 +218,7 @@ class SceneInfo:
             body_inertia=model.body_inertia.copy(),
             sensor_adr=model.sensor_adr.astype(np.int64),
             sensor_dim=model.sensor_dim.astype(np.int64),
+            mocap_body=np.flatnonzero(model.body_mocapid >= 0),  # MuJoCo numbers them in body order
         )
 
 
@@ -590,6 +606,115 @@ class SimBackend(abc.ABC):
         self._require("mj_fields")
         return self._mj_field(name)
 
+    # ---- height scans ---------------------------------------------------------
+
+    def get_height_scan(self, body_id: int, offsets: torch.Tensor) -> torch.Tensor:
+        """Terrain height (world z, m) at points around a body, (N, P), in the backend's dtype
+        on its device.
+
+        The points lie at `offsets` (P, 2), metres, in the body's yaw frame (x along its
+        heading projected on the ground, y to its left), each scanned by a vertical ray cast
+        by the engine from SCAN_ABOVE m above the body's origin down to SCAN_BELOW m below
+        it, onto the geoms of group TERRAIN_GROUP. A ray that hits none reports the bottom
+        of its range (body z - SCAN_BELOW). On a `sync_free` backend nothing is read on the
+        host; offsets are then not checked for NaN (a NaN ray hits nothing).
+        """
+        self._check_open()
+        self._require("height_scan")
+        self._ready()
+        body = int(self._checked_object_ids([body_id], "body")[0])
+        if offsets.__class__ is not torch.Tensor or offsets.ndim != 2 or offsets.shape[1] != 2:
+            raise ArgumentError(
+                f"offsets: expected a (P, 2) torch.Tensor, got {type(offsets).__name__} "
+                f"{tuple(getattr(offsets, 'shape', ()))}"
+            )
+        offsets = self._checked_array(offsets, "offsets", tuple(offsets.shape), finite=not self._sync_free)
+        views = self._body_views(np.array([body]))
+        pos, quat = views.pos[:, 0], views.quat[:, 0]
+        w, x, y, z = quat.unbind(-1)
+        yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        cos, sin = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
+        dx, dy = offsets[:, 0].to(pos.dtype), offsets[:, 1].to(pos.dtype)
+        top = (pos[:, 2] + SCAN_ABOVE)[:, None].expand(-1, len(offsets))
+        origins = torch.stack(
+            (pos[:, :1] + cos * dx - sin * dy, pos[:, 1:2] + sin * dx + cos * dy, top), -1
+        )  # (N, P, 3)
+        depth = self._cast_down(origins.contiguous())
+        reach = SCAN_ABOVE + SCAN_BELOW
+        hit = (depth >= 0) & (depth <= reach)
+        return top - torch.where(hit, depth, torch.full_like(depth, reach))
+
+    # ---- mocap bodies --------------------------------------------------------
+
+    @property
+    def nmocap(self) -> int:
+        """The number of mocap bodies (MJCF `<body mocap="true">`) in the scene."""
+        return len(self.info.mocap_body)
+
+    def get_mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Live (N, nmocap, 3) positions and (N, nmocap, 4) wxyz quaternions of the mocap
+        bodies, world frame, in mocap order (`info.mocap_body`). Write them through
+        set_mocap_pose_tensor*, which keeps derived quantities current."""
+        self._check_open()
+        self._require("mocap")  # before materializing: a backend without it refuses at once
+        self._ready()
+        return self._mocap_views()
+
+    def set_mocap_pose_tensor(self, env_ids: Any, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        """Move the mocap bodies of the selected envs to pos (len(env_ids), nmocap, 3) and
+        quat (len(env_ids), nmocap, 4, wxyz, normalized by the engine); every other row
+        stays bit-identical, and derived quantities (body poses) are current on return.
+        A set_state_tensor of an env puts its mocap bodies back where the scene has them."""
+        self._check_open()
+        self._require("mocap")  # before materializing: a backend without it refuses at once
+        self._ready()
+        ids, order = self._checked_ids(env_ids)
+        pos = self._checked_array(pos, "pos", (len(ids), self.nmocap, 3))
+        quat = self._checked_array(quat, "quat", (len(ids), self.nmocap, 4))
+        if not bool((quat.norm(dim=-1) > 1e-9).all()):
+            raise ArgumentError("quat: a quaternion has zero norm")
+        if order is not None:
+            pos, quat = pos[order], quat[order]
+        rows = ids.to(self.device)
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[rows] = True
+        full_pos, full_quat = self._mocap_views()
+        full_pos, full_quat = full_pos.clone(), full_quat.clone()
+        full_pos[rows], full_quat[rows] = pos.to(full_pos.dtype), quat.to(full_quat.dtype)
+        if len(ids):
+            self._set_mocap_mask(mask, full_pos, full_quat)
+
+    def set_mocap_pose_tensor_mask(self, mask: Any, pos: torch.Tensor, quat: torch.Tensor) -> torch.Tensor:
+        """As set_mocap_pose_tensor, for the envs where `mask` (num_envs,) is True, with
+        static shapes: pos (num_envs, nmocap, 3) and quat (num_envs, nmocap, 4) hold a row
+        for every env, and rows outside the mask are ignored. Returns the (num_envs,)
+        mask of the rows written: on a `sync_free` backend, which reads nothing on the
+        host, a masked row with NaN, inf or a zero quaternion is left unwritten and
+        cleared there; elsewhere it raises ArgumentError and nothing is written."""
+        self._check_open()
+        self._require("mocap")  # before materializing: a backend without it refuses at once
+        self._ready()
+        if mask.__class__ is not torch.Tensor or mask.dtype != torch.bool or mask.shape != (self.num_envs,):
+            raise ArgumentError(
+                f"mask: expected a bool torch.Tensor of shape ({self.num_envs},), "
+                f"got {type(mask).__name__} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}"
+            )
+        pos = self._checked_array(pos, "pos", (self.num_envs, self.nmocap, 3), finite=False)
+        quat = self._checked_array(quat, "quat", (self.num_envs, self.nmocap, 4), finite=False)
+        mask = mask.to(self.device)
+        good = (torch.isfinite(pos).flatten(1).all(1) & torch.isfinite(quat).flatten(1).all(1)) & (
+            quat.norm(dim=-1) > 1e-9
+        ).all(1)
+        if not self._sync_free:
+            if not bool((good | ~mask).all()):
+                raise ArgumentError("pos, quat: a masked row has NaN, inf or a zero quaternion")
+            if bool(mask.any()):
+                self._set_mocap_mask(mask, pos, quat)
+            return mask
+        mask = mask & good
+        self._set_mocap_mask(mask, pos, quat)
+        return mask
+
     # ---- snapshots ----------------------------------------------------------
 
     def get_physics_state(self) -> torch.Tensor:
@@ -905,3 +1030,16 @@ class SimBackend(abc.ABC):
 
     def _mj_field(self, name: str) -> torch.Tensor:
         raise CapabilityError(f"the {self.name} backend does not support mj_fields")
+
+    def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
+        """Distances (N, P) from origins (N, P, 3) down (-z) to the first geom of TERRAIN_GROUP,
+        -1 where none; in the backend's dtype, on its device."""
+        raise CapabilityError(f"the {self.name} backend does not support height_scan")
+
+    def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        raise CapabilityError(f"the {self.name} backend does not support mocap")
+
+    def _set_mocap_mask(self, mask: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        """Write pos/quat (num_envs, nmocap, ...) where mask, then bring derived quantities
+        up to date; on a sync-free backend, without reading the device."""
+        raise CapabilityError(f"the {self.name} backend does not support mocap")

@@ -8,6 +8,8 @@ per env, and a write may have to carry other fields along:
                                                      (bodies with a compiled mass); constants
   body_com          body      body_ipos              constants
   geom_friction     geom      geom_friction
+  geom_solref       geom      geom_solref            (contact stiffness and damping: timeconst, dampratio)
+  geom_solimp       geom      geom_solimp            (contact impedance: dmin, dmax, width, mid, power)
   dof_damping       dof       dof_damping
   dof_armature      dof       dof_armature           constants
   dof_frictionloss  dof       dof_frictionloss
@@ -88,6 +90,10 @@ RULES = {
         ),
         Rule("body_com", "body", "m, body frame", "body_ipos", set_const=True),
         Rule("geom_friction", "geom", "sliding, torsional, rolling", "geom_friction", minimum=0.0),
+        # MuJoCo mixes two geoms' values by solmix; a negative solref is its direct form
+        # (-stiffness, -damping), and a timeconst under 2 substeps is raised to it by MuJoCo
+        Rule("geom_solref", "geom", "s and 1 (timeconst, dampratio), or -N/m, -N*s/m", "geom_solref"),
+        Rule("geom_solimp", "geom", "1, 1, m, 1, 1 (dmin, dmax, width, midpoint, power)", "geom_solimp", minimum=0.0),
         Rule("dof_damping", "dof", "N*s/m or N*m*s/rad", "dof_damping", minimum=0.0),
         Rule("dof_armature", "dof", "kg or kg*m^2", "dof_armature", minimum=0.0, set_const=True),
         Rule("dof_frictionloss", "dof", "N or N*m", "dof_frictionloss", minimum=0.0),

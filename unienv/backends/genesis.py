@@ -57,7 +57,10 @@ sensors, so the backend computes jointpos, jointvel, framepos and framequat
 sensor types raise CapabilityError. `geom_friction` writes the sliding
 coefficient per env (Genesis keeps torsional and rolling global, so their
 columns must stay at the compiled values where a geom's condim makes them
-matter); geom `margin` is ignored by Genesis. `physics_state_size` is
+matter); geom `margin` is ignored by Genesis. Genesis keeps the contact
+solver parameters (solref, solimp) and mocap bodies' poses the same for every
+env, so the `geom_solref` and `geom_solimp` terms are refused and `mocap` is
+declared False (mocap bodies stay where the scene puts them). `physics_state_size` is
 1 + nq + 3 nv + 1 (time, qpos, qvel, then dof accelerations and the constraint
 solver's warm start). DR terms other than `geom_friction` and `gravity` are
 stored per env only when named in `randomize=` (Genesis must know before it
@@ -95,7 +98,8 @@ from unienv.backends.base import (
 from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError, CapabilityError
 
-# DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway)
+# DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway); the terms
+# not here (geom_solref, geom_solimp: Genesis keeps geom solver parameters for all envs) it refuses
 _BATCH_FLAG = {
     "body_mass": "batch_links_info",
     "body_com": "batch_links_info",
@@ -320,6 +324,12 @@ class GenesisBackend(SimBackend):
     def _check_features(self, m: mujoco.MjModel) -> None:
         """Refuse MJCF features that Genesis would ignore or simulate differently, naming them."""
         names, where = self.info.names, f"scene {self.scene!r}"
+        hfields = np.flatnonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
+        if hfields.size:
+            raise CapabilityError(
+                f'{where}: heightfield geoms (MJCF <geom type="hfield">, e.g. terrain) '
+                f"{[names['geom'][g] for g in hfields]}: the genesis backend does not parse them"
+            )
         gravcomp = np.flatnonzero(m.body_gravcomp)
         if gravcomp.size:
             raise CapabilityError(
@@ -774,7 +784,8 @@ class GenesisBackend(SimBackend):
         self._bias0 = torch.as_tensor(self._mj.actuator_biasprm[:, :3], dtype=torch.float64, device=dev)
 
     def _dr_terms(self) -> Mapping[str, DRTerm]:
-        return self._dr.terms(declare=[term for term, flag in _BATCH_FLAG.items() if flag])
+        terms = self._dr.terms(declare=[term for term, flag in _BATCH_FLAG.items() if flag])
+        return {name: term for name, term in terms.items() if name in _BATCH_FLAG}
 
     def _dr_default(self, term: str) -> torch.Tensor:
         return torch.from_numpy(self._dr.default(term))

@@ -39,6 +39,10 @@ qpos/qvel and runs forward; other worlds' state stays bit-identical.
 Snapshots: `get_physics_state()` rows are [time, qpos, qvel, act,
 qacc_warmstart] in float32, the engine's own precision, so a restore is exact.
 
+Mocap poses are views of `d.mocap_pos`/`d.mocap_quat`, written with
+`torch.where` over a mask, then one forward. Height scans run `mjw.rays` over
+every world as one captured graph on buffers made once per ray count.
+
 DR terms write per-world model fields by the rules of `dr_rules` (inertia with
 mass, servo bias with kp and kd), with `torch.where` over a mask: no host sync.
 The first write of a field replaces its shared row by one row per world (and
@@ -71,6 +75,7 @@ import numpy as np
 import torch
 
 from unienv.backends.base import (
+    TERRAIN_GROUP,
     BodyViews,
     Capabilities,
     DRTerm,
@@ -190,6 +195,8 @@ class MjwarpBackend(SimBackend):
             dtype=torch.float32,
             deterministic=self.device.type == "cpu",
             mj_fields=True,
+            mocap=True,
+            height_scan=True,
             sync_free=True,
             cuda_graph=self.device.type == "cuda",
         )
@@ -223,6 +230,8 @@ class MjwarpBackend(SimBackend):
                     "site_xpos",
                     "qfrc_actuator",
                     "qfrc_constraint",
+                    "mocap_pos",
+                    "mocap_quat",
                 )
             }
             self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
@@ -236,6 +245,7 @@ class MjwarpBackend(SimBackend):
         )  # (nbody, nv): the dofs that move each body
         self._graphs: dict[Any, Any] = {}
         self._device_ids: dict[bytes, torch.Tensor] = {}
+        self._rays: dict[int, dict[str, Any]] = {}  # height-scan buffers by ray count
         self._fresh = True  # derived quantities describe the current state
         self._const_stale = False  # a DR write changed what mjw.set_const derives from
         self._wrench_pending = False
@@ -419,6 +429,55 @@ class MjwarpBackend(SimBackend):
         if name == "site_xpos":
             values = values[:, : len(self.info.names["site"])]
         return values.clone()  # float32, the engine's (and the backend's) dtype
+
+    def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._out["mocap_pos"], self._out["mocap_quat"]
+
+    def _set_mocap_mask(self, mask: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        rows = mask[:, None, None]
+        for view, new in zip(self._mocap_views(), (pos, quat), strict=True):
+            view.copy_(torch.where(rows, new.to(view.dtype), view))
+        self._fresh = False
+        self._refresh()
+
+    def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
+        """mjw.rays over every world, as one captured graph per ray count, on buffers made once
+        (the graph reads the origins written into them at each replay)."""
+        wp, nray = self._wp, origins.shape[1]
+        buffers = self._rays.get(nray)
+        if buffers is None:
+            with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
+                n = self.num_envs
+                buffers = self._rays[nray] = {
+                    "pnt": wp.zeros((n, nray), dtype=wp.vec3),
+                    "vec": wp.array(np.tile([0.0, 0.0, -1.0], (n, nray, 1)), dtype=wp.vec3),
+                    "exclude": wp.full(nray, -1, dtype=int),
+                    "dist": wp.zeros((n, nray), dtype=float),
+                    "geomid": wp.zeros((n, nray), dtype=int),
+                    "normal": wp.zeros((n, nray), dtype=wp.vec3),
+                }
+        b = buffers
+        wp.to_torch(b["pnt"]).copy_(origins.to(torch.float32))
+        group = importlib.import_module("mujoco_warp._src.types").vec6(
+            *[1.0 if g == TERRAIN_GROUP else 0.0 for g in range(6)]
+        )
+
+        def work() -> None:
+            self._mjw.rays(
+                self._m,
+                self._d,
+                b["pnt"],
+                b["vec"],
+                group,
+                True,
+                b["exclude"],
+                b["dist"],
+                b["geomid"],
+                b["normal"],
+            )
+
+        self._run(("rays", nray), work)
+        return wp.to_torch(b["dist"]).clone()
 
     # ---- snapshots ----------------------------------------------------------
 

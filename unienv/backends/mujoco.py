@@ -34,6 +34,11 @@ models with force-like sensors; the backend appends one hidden accelerometer
 to the model it simulates. `get_mj_field` (capability mj_fields) serves copies
 of other derived MjData fields (cinert, cvel, cfrc_ext, ...).
 
+Mocap poses are views of the batch's mocap_pos/mocap_quat rows; a write runs
+mj_forward for the rows written. Height scans are `Batch.ray` casts (MuJoCo's
+mj_ray per simulation, on the batch's thread pool), which leave the state and
+outputs as they are.
+
 DR terms write per-simulation model fields (`Batch.expand`) by the rules of
 `dr_rules` (inertia with mass, servo bias with kp and kd), and the terms that
 feed MuJoCo's derived constants (mass, COM, armature) rerun `mj_setConst` for
@@ -54,6 +59,7 @@ import torch
 from mujoco import batch as mjbatch
 
 from unienv.backends.base import (
+    TERRAIN_GROUP,
     BodyViews,
     Capabilities,
     DRTerm,
@@ -131,7 +137,13 @@ class MujocoBackend(SimBackend):
 
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
-            backend="mujoco", device="cpu", dtype=torch.float64, deterministic=True, mj_fields=True
+            backend="mujoco",
+            device="cpu",
+            dtype=torch.float64,
+            deterministic=True,
+            mj_fields=True,
+            mocap=True,
+            height_scan=True,
         )
 
     # ---- lifecycle ----------------------------------------------------------
@@ -145,12 +157,14 @@ class MujocoBackend(SimBackend):
         self._qvel = b.bind("qvel")
         self._xfrc = b.bind("xfrc_applied")
         self._views = {name: torch.from_numpy(b.bind(name)) for name in ("time", "qpos", "qvel", "ctrl")}
+        self._mocap = (torch.from_numpy(b.bind("mocap_pos")), torch.from_numpy(b.bind("mocap_quat")))
         self._out = {
             name: _writable(b.bind(name))
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
-        self._fresh = True  # derived outputs describe the current state of every env
+        # outputs bound after the reset are filled by the next batch call: the first derived read runs it
+        self._fresh = False  # derived outputs describe the current state of every env
         self._derived_read = False  # a derived quantity was read since the last step
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
@@ -243,6 +257,22 @@ class MujocoBackend(SimBackend):
         if name == "site_xpos":  # without the hidden sensor's site, which is last
             value = value[:, : len(self.info.names["site"])]
         return value
+
+    def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._mocap
+
+    def _set_mocap_mask(self, mask: torch.Tensor, pos: torch.Tensor, quat: torch.Tensor) -> None:
+        rows = np.flatnonzero(mask.numpy())  # the CPU engine: host reads are free
+        for view, new in zip(self._mocap, (pos, quat), strict=True):
+            view[rows] = new[rows].to(view.dtype)
+        self._batch.forward(rows, stage=_ACC)
+
+    def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
+        # Batch.ray runs mj_kinematics on its own copies: the state and the outputs stay as they are
+        group = np.zeros(mujoco.mjNGROUP, dtype=np.uint8)
+        group[TERRAIN_GROUP] = 1
+        dist, _ = self._batch.ray(origins.numpy(), np.array([0.0, 0.0, -1.0]), geomgroup=group)
+        return torch.from_numpy(dist)
 
     # ---- snapshots ----------------------------------------------------------
 

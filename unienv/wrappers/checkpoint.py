@@ -83,10 +83,20 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
 
 
+def option_names(cls: type) -> list[str]:
+    """A task class's constructor arguments; a `**options` passes its parent class's on."""
+    names = []
+    for p in inspect.signature(cls.__init__).parameters.values():
+        if p.kind == p.VAR_KEYWORD:
+            names += option_names(cls.__mro__[1])
+        elif p.name != "self":
+            names.append(p.name)
+    return names
+
+
 def task_options(task) -> dict[str, Any]:
     """The constructor arguments of a task object, read back from its attributes."""
-    names = [p for p in inspect.signature(type(task).__init__).parameters if p != "self"]
-    return {name: _jsonable(getattr(task, name)) for name in names if hasattr(task, name)}
+    return {name: _jsonable(getattr(task, name)) for name in option_names(type(task)) if hasattr(task, name)}
 
 
 def policy_layout(env) -> dict[str, Any]:

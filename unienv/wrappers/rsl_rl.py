@@ -123,6 +123,9 @@ class RslRlVecEnv(VecEnv):
         }
         for name, total in self._term_sums.items():
             extras[f"Episode_Reward/{name}"] = total[done].float()
+        curriculum = getattr(self.unwrapped.task, "curriculum", None)
+        if curriculum is not None:  # a terrain task: the levels the ended episodes' envs move to
+            extras["Curriculum/terrain_level"] = curriculum.levels[done].float()
         return extras
 
     def _wrap(self, obs: torch.Tensor) -> TensorDict:

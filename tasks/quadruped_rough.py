@@ -1,0 +1,87 @@
+"""Quadruped on rough terrain: the quadruped task (tasks/quadruped.py) on generated terrain,
+with a height scan in its observation and a terrain curriculum, as legged_gym trains it.
+
+Scene: assets/quadruped.xml with its floor replaced by a `unienv.terrain` heightmap
+(`terrain`: a mapping of `TerrainConfig` fields, as the Hydra group cfg/terrain/
+gives; default: every type, 10 levels). Each env spawns at the
+centre of its tile (columns in turn by env index, levels up to `max_init_level`),
+facing a random yaw. Action, command, reward terms and termination: the
+quadruped's, with the base height measured from the ground under the base (the
+mean of the scan). Observation (48 + P): the quadruped's 48, then the height scan:
+the terrain under a grid of P points around the base in its yaw frame (`scan_size`
+m every `scan_resolution` m; 17 x 11 = 187 by default), as clip(base z - 0.5 - h,
+-1, 1). Curriculum (`unienv.terrain.Curriculum`), at each reset: an env that walked
+more than half a tile from its spawn point moves up a level, one that walked less
+than half what its command asked for over an episode moves down. Needs body views,
+contact forces and height scans.
+"""
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from unienv.tasks.quadruped import Quadruped
+from unienv.terrain import Curriculum, from_cfg
+
+
+class QuadrupedRough(Quadruped):
+    name = "quadruped_rough"
+    requires = (*Quadruped.requires, "height_scan")
+
+    def __init__(
+        self,
+        terrain: dict | None = None,
+        max_init_level: int = 0,
+        scan_size: tuple = (1.6, 1.0),
+        scan_resolution: float = 0.1,
+        **quadruped_options,
+    ):
+        super().__init__(**quadruped_options)
+        self.ground = from_cfg(terrain)
+        self.terrain = dataclasses.asdict(self.ground.config)  # the option, as a policy file records it
+        self.scene = self.ground.write_scene(Quadruped.scene)
+        self.max_init_level = max_init_level
+        self.scan_size, self.scan_resolution = tuple(scan_size), scan_resolution
+        along, across = (np.arange(-s / 2, s / 2 + 1e-9, scan_resolution) for s in self.scan_size)
+        self.scan_points = np.stack(np.meshgrid(along, across, indexing="ij"), -1).reshape(-1, 2)
+        self.single_observation_space = gym.spaces.Box(
+            -np.inf, np.inf, (48 + len(self.scan_points),), np.float32
+        )
+
+    def setup(self, backend):
+        super().setup(backend)
+        levels, columns = self.ground.spawn_origins(backend.num_envs, self.max_init_level)
+        to = lambda x: torch.as_tensor(x, device=self.device)  # noqa: E731
+        self.curriculum = Curriculum(self.ground, to(levels), to(columns), self.dtype)
+        self.base_body = int(backend.find("body", "base")[0])
+        self.scan_offsets = self.tensor(self.scan_points)
+
+    def read(self, backend):
+        s = super().read(backend)
+        p = self.root_q
+        qpos = backend.get_state_views()["qpos"]
+        s["scan"] = backend.get_height_scan(self.base_body, self.scan_offsets)
+        s["z"] = s["height"]
+        s["height"] = s["z"] - s["scan"].mean(1)  # above the ground under the base
+        s["xy"] = qpos[:, p : p + 2].clone()
+        return s
+
+    def observe(self, s, memory):
+        heights = (s["z"][:, None] - 0.5 - s["scan"]).clamp(-1.0, 1.0)
+        return torch.cat((super().observe(s, memory), heights), dim=1)
+
+    def on_reset(self, mask, s, memory):
+        walked = (s["xy"] - self.curriculum.origins()[:, :2]).norm(dim=1)
+        commanded = memory["command"][:, :2].norm(dim=1) * self.episode_length_s
+        self.curriculum.update(mask, walked, commanded)
+
+    def reset_state(self, env_ids, rng):
+        qpos, qvel = super().reset_state(env_ids, rng)
+        p = self.root_q
+        qpos[:, p : p + 3] += self.curriculum.origins()[env_ids]
+        yaw = rng.uniform((1,), -np.pi, np.pi, dtype=self.dtype)
+        zero = torch.zeros_like(yaw)
+        qpos[:, p + 3 : p + 7] = torch.cat((torch.cos(yaw / 2), zero, zero, torch.sin(yaw / 2)), 1)
+        return qpos, qvel
