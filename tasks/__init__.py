@@ -48,10 +48,21 @@ POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
 
 
+def constructor_options(cls: type) -> dict[str, Any]:
+    """A task class's constructor options and their defaults; a `**options` passes its
+    parent class's on (quadruped_rough takes the quadruped's)."""
+    options = {}
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if p.kind == p.VAR_KEYWORD:
+            options |= constructor_options(cls.__mro__[1])
+        else:
+            options[p.name] = p.default
+    return options
+
+
 def option_defaults(name: str) -> dict[str, Any]:
     """The task's constructor options and their defaults."""
-    params = list(inspect.signature(task_class(name).__init__).parameters.values())[1:]
-    return {p.name: p.default for p in params}
+    return constructor_options(task_class(name))
 
 
 def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,9 +70,7 @@ def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     (or "did you mean"), a bool for a bool, a finite number for a number (> 0 for a length,
     angle, time or scale, >= 0 for a noise scale), an ordered pair lo < hi for a *_range.
     Options whose default is None or a nested structure are the task's own to check."""
-    params = {
-        p.name: p.default for p in list(inspect.signature(task_class(name).__init__).parameters.values())[1:]
-    }
+    params = option_defaults(name)
     checked = {}
     for key, value in options.items():
         if key not in params:

@@ -22,8 +22,7 @@ import unienv
 from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
-from unienv.tasks import TASKS, gym_id, require, task_class
-from unienv.wrappers.checkpoint import option_names
+from unienv.tasks import TASKS, constructor_options, gym_id, require, task_class
 
 CFG = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "cfg", "task")
 HEAVY = {
@@ -113,7 +112,7 @@ def test_config_matches_constructor(name):
         cfg = OmegaConf.to_container(compose("config", overrides=[f"task={name}"]).task, resolve=True)
     assert cfg.pop("name") == name
     cls = task_class(name)
-    params = option_names(cls)
+    params = list(constructor_options(cls))
     assert sorted(cfg) == sorted(params)
     task, plain = cls(**cfg), cls()
 

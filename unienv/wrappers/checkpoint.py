@@ -33,7 +33,6 @@ play runs.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import zipfile
@@ -45,6 +44,7 @@ import safetensors.torch
 import torch
 
 from unienv.errors import ArgumentError
+from unienv.tasks import constructor_options
 
 FORMAT = "unienv.policy/2"
 META_KEY = "unienv"
@@ -83,20 +83,13 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
 
 
-def option_names(cls: type) -> list[str]:
-    """A task class's constructor arguments; a `**options` passes its parent class's on."""
-    names = []
-    for p in inspect.signature(cls.__init__).parameters.values():
-        if p.kind == p.VAR_KEYWORD:
-            names += option_names(cls.__mro__[1])
-        elif p.name != "self":
-            names.append(p.name)
-    return names
-
-
 def task_options(task) -> dict[str, Any]:
     """The constructor arguments of a task object, read back from its attributes."""
-    return {name: _jsonable(getattr(task, name)) for name in option_names(type(task)) if hasattr(task, name)}
+    return {
+        name: _jsonable(getattr(task, name))
+        for name in constructor_options(type(task))
+        if hasattr(task, name)
+    }
 
 
 def policy_layout(env) -> dict[str, Any]:
