@@ -11,10 +11,15 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
   SAME_STEP (default)  done envs are reset inside the step that ends them; the
                        returned obs is the new episode's first; the terminal obs
                        is in info["final_obs"] (rows where info["_final_obs"])
-                       and episode stats in info["final_info"]["episode"].
+                       and episode stats in info["final_info"]["episode_stats"].
   NEXT_STEP            the step after a done step resets those envs instead of
-                       stepping them (reward 0, not done); stats in info["episode"].
+                       stepping them (reward 0, not done); stats in info["episode_stats"].
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
+
+Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
+episode ended in this step. They are not under "episode", the key of
+Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
+mode; unienv's own are the env's returns, before any reward wrapper.
 
 Every info key `k` that is per env comes with a `_k` bool mask. Seeding:
 env i's resets sample from its own stream keyed by seed + i
@@ -76,7 +81,7 @@ class UniEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
-        render_env_ids: Sequence[int] = (0,),
+        render_env_ids: Sequence[int] | None = None,
         render_size: tuple[int, int] = (480, 640),
         nonfinite_actions: str = "raise",
         dr: Any = None,
@@ -86,7 +91,8 @@ class UniEnv(VectorEnv):
         """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
         seeds the first reset and the DR streams (startup terms draw from it);
         cuda_graph: replay each step as one CUDA graph (default: where the backend
-        allows it, `Capabilities.cuda_graph`)."""
+        allows it, `Capabilities.cuda_graph`); render_env_ids: the envs render() draws
+        (default every env, one frame each, as Gymnasium's vector RecordVideo expects)."""
         autoreset_mode = _autoreset_mode(autoreset_mode)
         if max_episode_steps is None:
             max_episode_steps = task.max_episode_steps
@@ -102,6 +108,8 @@ class UniEnv(VectorEnv):
             raise ArgumentError(f"cuda_graph: expected None, True or False, got {cuda_graph!r}")
         if nonfinite_actions not in _NONFINITE:
             raise ArgumentError(f"nonfinite_actions: expected one of {_NONFINITE}, got {nonfinite_actions!r}")
+        if render_env_ids is None:
+            render_env_ids = range(backend.num_envs)
         render_env_ids = [int(i) for i in render_env_ids]
         if not render_env_ids or min(render_env_ids) < 0 or max(render_env_ids) >= backend.num_envs:
             raise ArgumentError(
@@ -337,7 +345,7 @@ class UniEnv(VectorEnv):
             return obs
         info["final_obs"], info["_final_obs"] = obs, done
         info["final_info"], info["_final_info"] = (
-            {"episode": self._episode_stats(done), "_episode": done},
+            {"episode_stats": self._episode_stats(done), "_episode_stats": done},
             done,
         )
         return self._reset_envs(done, obs)
@@ -355,9 +363,9 @@ class UniEnv(VectorEnv):
         return obs, reward, terminated, truncated
 
     def _episode_info(self, done: torch.Tensor, info: dict) -> None:
-        """Episode stats of the envs that just ended, in info["episode"] (NEXT_STEP, DISABLED)."""
+        """Episode stats of the envs that just ended, in info["episode_stats"] (NEXT_STEP, DISABLED)."""
         if self._sync_free or bool(done.any()):
-            info["episode"], info["_episode"] = self._episode_stats(done), done
+            info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
 
     def _capture(self, actions: torch.Tensor) -> _StepGraph | None:
         """Record one step as a CUDA graph (it runs when replayed); None, with a warning

@@ -56,14 +56,20 @@ def make_single(task: str, **kwargs: Any) -> SingleEnv:
 
 
 def register_envs() -> None:
-    """Register every task as unienv/<Task>-v0 (idempotent)."""
+    """Register every task as unienv/<Task>-v0 (idempotent), with the spec fields of its
+    default options: max_episode_steps and reward_threshold (those of v5 on the parity tasks)."""
     for name in TASKS:
         env_id = gym_id(name)
         if env_id not in gym.registry:
+            task = task_class(name)()
             gym.register(
                 id=env_id,
                 entry_point="unienv.make:make_single",
                 vector_entry_point="unienv.make:make_vector",
-                kwargs={"task": name},
+                # max_episode_steps=None in kwargs: make_vec then leaves the episode length to the
+                # task (its options may change it) instead of passing the spec's
+                kwargs={"task": name, "max_episode_steps": None},
+                max_episode_steps=task.max_episode_steps,
+                reward_threshold=task.reward_threshold,
                 disable_env_checker=True,
             )

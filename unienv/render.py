@@ -18,6 +18,8 @@ import imageio.v2 as imageio
 import mujoco
 import numpy as np
 
+from unienv.backends.base import load_mjmodel
+
 
 def _headless_gl() -> None:
     """Use EGL if MuJoCo chose GLFW but there is no display.
@@ -43,7 +45,7 @@ class Renderer:
         self, scene: str, width: int = 640, height: int = 480, camera: Mapping[str, Any] | None = None
     ):
         _headless_gl()
-        self.model = mujoco.MjModel.from_xml_path(scene)
+        self.model = load_mjmodel(scene)
         self.model.vis.global_.offwidth = max(width, self.model.vis.global_.offwidth)
         self.model.vis.global_.offheight = max(height, self.model.vis.global_.offheight)
         self.data = mujoco.MjData(self.model)

@@ -7,7 +7,7 @@
     unienv.wrappers.checkpoint                  the policy file train.py writes and play.py reads
 
 A CleanRL-style loop needs no adapter: a UniEnv is a Gymnasium VectorEnv with SAME_STEP autoreset,
-the terminal observation in info["final_obs"] and episode statistics in info["final_info"]["episode"].
+the terminal observation in info["final_obs"] and episode statistics in info["final_info"]["episode_stats"].
 
 Each adapter is its own module and imports its library when the module is imported, never before:
 `import unienv` (and `import unienv.wrappers`) imports neither SB3 nor rsl_rl.
