@@ -130,6 +130,7 @@ class UniEnv(VectorEnv):
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.autoreset_mode = autoreset_mode  # an attribute too, as on Gymnasium's own vector envs
         self.metadata = {
             "autoreset_mode": autoreset_mode,
             "render_modes": ["rgb_array"],
