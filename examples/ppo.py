@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=32)
     p.add_argument("--num-steps", type=int, default=64, help="env steps per env per rollout")
-    p.add_argument("--total-steps", type=int, default=150_000, help="env steps in all")
+    p.add_argument("--total-steps", type=int, default=100_000, help="env steps in all")
     p.add_argument("--learning-rate", type=float, default=3e-4)
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--gae-lambda", type=float, default=0.95)
