@@ -1,8 +1,8 @@
 """PPO in one file, CleanRL-style, on unienv's torch VectorEnv: no NumPy round trip, CPU or CUDA.
 
     python examples/ppo.py                                   # inverted_pendulum on the CPU
-    python examples/ppo.py --task cartpole --total-steps 200000
-    python examples/ppo.py --backend mjwarp --device cuda --num-envs 1024
+    python examples/ppo.py --task cartpole --total-steps 200000 --gamma 0.995
+    python examples/ppo.py --backend mjwarp --device cuda --num-envs 1024   # (not yet run on a GPU)
 
 Everything stays a torch tensor on the env's device: observations, actions, rewards, the rollout
 buffer and the networks. The env resets itself (SAME_STEP autoreset); where an episode ends by its
