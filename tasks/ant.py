@@ -37,6 +37,8 @@ class Ant(Task):
     scene = os.path.join(GYM_ASSETS, "ant.xml")
     sim_dt = 0.01
     decimation = 5
+    root_body = "torso"
+    reward_threshold = 6000.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
 

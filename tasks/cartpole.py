@@ -25,6 +25,7 @@ class Cartpole(Task):
     scene = SCENE
     sim_dt = 0.01
     decimation = 2
+    root_body = "cart"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
     camera = {"distance": 5.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.3)}

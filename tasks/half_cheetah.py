@@ -23,6 +23,8 @@ class HalfCheetah(Task):
     scene = os.path.join(GYM_ASSETS, "half_cheetah.xml")
     sim_dt = 0.01
     decimation = 5
+    root_body = "torso"
+    reward_threshold = 4800.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}

@@ -28,6 +28,8 @@ class Hopper(Task):
     scene = os.path.join(GYM_ASSETS, "hopper.xml")
     sim_dt = 0.002
     decimation = 4
+    root_body = "torso"
+    reward_threshold = 3800.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (11,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}

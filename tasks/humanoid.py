@@ -34,6 +34,7 @@ class Humanoid(Task):
     scene = os.path.join(GYM_ASSETS, "humanoid.xml")
     sim_dt = 0.003
     decimation = 5
+    root_body = "torso"
     single_action_space = gym.spaces.Box(-0.4, 0.4, (17,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (348,), np.float64)
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}

@@ -32,6 +32,8 @@ class InvertedDoublePendulum(Task):
     scene = os.path.join(GYM_ASSETS, "inverted_double_pendulum.xml")
     sim_dt = 0.01
     decimation = 5
+    root_body = "cart"
+    reward_threshold = 9100.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (9,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.6)}

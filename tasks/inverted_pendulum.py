@@ -24,6 +24,8 @@ class InvertedPendulum(Task):
     scene = os.path.join(GYM_ASSETS, "inverted_pendulum.xml")
     sim_dt = 0.02
     decimation = 2
+    root_body = "cart"
+    reward_threshold = 950.0  # v5's
     single_action_space = gym.spaces.Box(-3.0, 3.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float64)
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.3)}

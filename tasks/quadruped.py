@@ -52,6 +52,7 @@ class Quadruped(Task):
     scene = os.path.join(os.path.dirname(__file__), "assets", "quadruped.xml")
     sim_dt = 0.005
     decimation = 4
+    root_body = "base"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (12,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (48,), np.float32)
     camera = {"distance": 2.0, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"}

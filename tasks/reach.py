@@ -33,6 +33,7 @@ class Reach(Task):
     scene = os.path.join(os.path.dirname(__file__), "assets", "arm7.xml")
     sim_dt = 0.002
     decimation = 10
+    root_body = "link1"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (7,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (23,), np.float32)
     camera = {"distance": 2.5, "azimuth": 135.0, "elevation": -25.0, "lookat": (0.3, 0.0, 0.5)}

@@ -29,6 +29,8 @@ class Reacher(Task):
     scene = os.path.join(GYM_ASSETS, "reacher.xml")
     sim_dt = 0.01
     decimation = 2
+    root_body = "body0"
+    reward_threshold = -3.75  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (10,), np.float64)
     camera = {"distance": 0.9, "azimuth": 90.0, "elevation": -90.0, "lookat": (0.0, 0.0, 0.0)}

@@ -25,6 +25,7 @@ class Walker2d(Task):
     scene = os.path.join(GYM_ASSETS, "walker2d_v5.xml")
     sim_dt = 0.002
     decimation = 4
+    root_body = "torso"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}

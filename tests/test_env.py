@@ -84,7 +84,7 @@ def test_same_step_autoreset_reports_final_obs_and_episode_stats():
     done = info["_final_obs"]
     assert done.any() and torch.equal(done, terminated | truncated)
     assert torch.equal(info["_final_info"], done)
-    episode = info["final_info"]["episode"]
+    episode = info["final_info"]["episode_stats"]
     assert torch.equal(episode["l"][done], lengths[done])
     assert torch.allclose(episode["r"][done], (lengths[done] - 1).double())  # +1 per upright step
     final = info["final_obs"][done]
@@ -115,7 +115,7 @@ def test_truncation_at_max_episode_steps():
     for _ in range(5):
         _, _, terminated, truncated, info = env.step(torch.zeros(2, 8))
     assert truncated.all() and not terminated.any()
-    assert torch.equal(info["final_info"]["episode"]["l"], torch.tensor([5, 5]))
+    assert torch.equal(info["final_info"]["episode_stats"]["l"], torch.tensor([5, 5]))
 
 
 @pytest.mark.parametrize(
@@ -229,9 +229,11 @@ def test_make_vec_and_render():
         "unienv/Cartpole-v0", num_envs=2, vectorization_mode="vector_entry_point", render_mode="rgb_array"
     )
     env.reset(seed=0)
-    (frame,) = env.render()
-    assert frame.shape == (480, 640, 3) and frame.dtype == np.uint8
-    assert frame.std() > 10  # a scene, not a blank image
+    frames = env.render()
+    assert len(frames) == 2  # one per env by default, as Gymnasium's vector RecordVideo expects
+    for frame in frames:
+        assert frame.shape == (480, 640, 3) and frame.dtype == np.uint8
+        assert frame.std() > 10  # a scene, not a blank image
     env.close()
 
 

@@ -8,17 +8,15 @@ latency) and with episodes short enough that envs end and reset in most steps.
 """
 
 import importlib.util
-import os
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 import unienv
 from tests.contract.conftest import MJWARP_DEVICE
 from tests.syncs import count_host_syncs
+from unienv.dr import preset
 
-DR_DEFAULT = os.path.join(os.path.dirname(__file__), "..", "cfg", "dr", "default.yaml")
 BACKENDS = (["mjwarp"] if MJWARP_DEVICE else []) + (
     [pytest.param("genesis", marks=pytest.mark.slow)] if importlib.util.find_spec("genesis") else []
 )
@@ -29,12 +27,8 @@ def device_env(backend, task, autoreset_mode="same_step", dr=True, **task_option
         task_options.setdefault("include_cfrc_ext_in_observation", backend != "genesis")
     config = None
     if dr:
-        config = OmegaConf.to_container(OmegaConf.load(DR_DEFAULT))
+        config = preset("default")
         config["push"]["interval"] = [2, 4]  # fire often
-        root = {"ant": "torso", "quadruped": "base", "quadruped_rough": "base", "cartpole": "cart"}[
-            task
-        ]  # the preset names torso
-        config["push"]["body"], config["com"]["objects"] = root, root
     return unienv.make(
         task,
         backend=backend,

@@ -41,17 +41,16 @@ import yaml
 
 import unienv
 from unienv import backends
+from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import TASKS, task_class
 
 
 def raw_mujoco(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
-    import mujoco
     from mujoco import batch as mjbatch
 
-    model = mujoco.MjModel.from_xml_path(backend.scene)
-    model.opt.timestep = backend.dt
+    model = load_mjmodel(backend.scene, backend.dt)
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
     u = u.cpu().numpy()
@@ -66,12 +65,10 @@ def raw_mujoco(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
 
 def raw_mjwarp(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
-    import mujoco
     import mujoco_warp as mjw
     import warp as wp
 
-    model = mujoco.MjModel.from_xml_path(backend.scene)
-    model.opt.timestep = backend.dt
+    model = load_mjmodel(backend.scene, backend.dt)
     num_envs = backend.num_envs
     wp.config.quiet = True
     wp_device = wp.get_device(str(backend.device))

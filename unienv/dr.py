@@ -73,10 +73,12 @@ import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from unienv.backends.base import DR_TERMS, SimBackend
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
@@ -97,6 +99,11 @@ FIELDS = {
     "init_state": _SAMPLED + ("field", "objects", "operation", "shared"),
 }
 """The fields each kind of term accepts; any other field is an error."""
+
+ROLES = {"<root>": "root_body"}
+"""Body names a config may use for a body each task declares (the Task attribute), so that one
+config fits every task: "<root>" is the task's root body (a legged robot's torso, a cart, an
+arm's first link). The presets push it and shift its COM."""
 
 
 # ---- config ---------------------------------------------------------------------
@@ -151,14 +158,26 @@ class Term:
         return self.param if self.param in SPECIAL else "model"
 
 
-def parse(config: Mapping[str, Any] | None) -> tuple[Term, ...]:
-    """Terms of a DR config (a mapping or an OmegaConf DictConfig), checked alone.
+def preset(name: str) -> dict[str, Any]:
+    """The DR config of a preset ("none", "default", "strong"): cfg/dr/<name>.yaml, the file
+    Hydra's `dr=<name>` loads, shipped in the package as unienv.cfg (found wherever it is installed)."""
+    folder = resources.files("unienv.cfg") / "dr"
+    names = sorted(f.name.removesuffix(".yaml") for f in folder.iterdir() if f.name.endswith(".yaml"))
+    if name not in names:
+        raise unknown_name("dr preset", name, names)
+    return yaml.safe_load((folder / f"{name}.yaml").read_text()) or {}  # none.yaml holds no term
+
+
+def parse(config: str | Mapping[str, Any] | None) -> tuple[Term, ...]:
+    """Terms of a DR config (a preset's name, a mapping or an OmegaConf DictConfig), checked alone.
 
     What needs the backend (names, capabilities, defaults) is checked by
     `DomainRandomization`.
     """
     if config is None:
         return ()
+    if isinstance(config, str):
+        config = preset(config)
     if not isinstance(config, Mapping):
         raise ArgumentError(f"dr: expected a mapping of term name -> term, got {type(config).__name__}")
     terms = tuple(_term(str(name), _plain(spec)) for name, spec in config.items())
@@ -472,6 +491,7 @@ class DomainRandomization:
 
     def __init__(self, config: Mapping[str, Any] | Sequence[Term], backend: SimBackend, task: Any, seed=None):
         terms = tuple(config) if _is_terms(config) else parse(config)
+        terms = tuple(_with_roles(t, task) for t in terms)
         self.backend = backend
         self.num_envs = n = backend.num_envs
         self.device = dev = backend.device
@@ -832,6 +852,26 @@ class DomainRandomization:
 
 def _is_terms(config: Any) -> bool:
     return isinstance(config, (tuple, list)) and all(isinstance(t, Term) for t in config)
+
+
+def _with_roles(t: Term, task: Any) -> Term:
+    """t with each role in its body names (ROLES, e.g. "<root>") replaced by the task's body."""
+
+    def named(name: str) -> str:
+        if name not in ROLES:
+            return name
+        body = getattr(task, ROLES[name], None)
+        if body is None:
+            raise ArgumentError(
+                f"dr.{t.name}: {name} names the task's {ROLES[name]}, which task {task.name!r} does not declare"
+            )
+        return body
+
+    return dataclasses.replace(
+        t,
+        body=None if t.body is None else named(t.body),
+        objects=None if t.objects is None else tuple(named(o) for o in t.objects),
+    )
 
 
 def _match(where: str, kind: str, patterns, names: Sequence[str], skip=frozenset()) -> list[int]:

@@ -11,10 +11,15 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
   SAME_STEP (default)  done envs are reset inside the step that ends them; the
                        returned obs is the new episode's first; the terminal obs
                        is in info["final_obs"] (rows where info["_final_obs"])
-                       and episode stats in info["final_info"]["episode"].
+                       and episode stats in info["final_info"]["episode_stats"].
   NEXT_STEP            the step after a done step resets those envs instead of
-                       stepping them (reward 0, not done); stats in info["episode"].
+                       stepping them (reward 0, not done); stats in info["episode_stats"].
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
+
+Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
+episode ended in this step. They are not under "episode", the key of
+Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
+mode; unienv's own are the env's returns, before any reward wrapper.
 
 Every info key `k` that is per env comes with a `_k` bool mask. Seeding:
 env i's resets sample from its own stream keyed by seed + i
@@ -80,7 +85,7 @@ class UniEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
-        render_env_ids: Sequence[int] = (0,),
+        render_env_ids: Sequence[int] | None = None,
         render_size: tuple[int, int] = (480, 640),
         nonfinite_actions: str = "raise",
         out_of_bounds_actions: str = "clip",
@@ -95,7 +100,8 @@ class UniEnv(VectorEnv):
         outside the action space does, "clip" (to the space's bounds, what the actuators'
         ctrlrange does to the physics anyway; the reward then sees the clipped action) or
         "raise" (at once on mujoco; on mjwarp and genesis, which read nothing back in a step,
-        clipped in the step and raised at the next reset())."""
+        clipped in the step and raised at the next reset()); render_env_ids: the envs render()
+        draws (default every env, one frame each, as Gymnasium's vector RecordVideo expects)."""
         autoreset_mode = _autoreset_mode(autoreset_mode)
         if max_episode_steps is None:
             max_episode_steps = task.max_episode_steps
@@ -115,6 +121,8 @@ class UniEnv(VectorEnv):
             raise ArgumentError(
                 f"out_of_bounds_actions: expected one of {_OUT_OF_BOUNDS}, got {out_of_bounds_actions!r}"
             )
+        if render_env_ids is None:
+            render_env_ids = range(backend.num_envs)
         ids = list(render_env_ids) if isinstance(render_env_ids, (Sequence, range)) else None
         if (
             not ids
@@ -143,6 +151,7 @@ class UniEnv(VectorEnv):
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.autoreset_mode = autoreset_mode  # an attribute too, as on Gymnasium's own vector envs
         self.metadata = {
             "autoreset_mode": autoreset_mode,
             "render_modes": ["rgb_array"],
@@ -392,7 +401,7 @@ class UniEnv(VectorEnv):
             return obs
         info["final_obs"], info["_final_obs"] = obs, done
         info["final_info"], info["_final_info"] = (
-            {"episode": self._episode_stats(done), "_episode": done},
+            {"episode_stats": self._episode_stats(done), "_episode_stats": done},
             done,
         )
         return self._reset_envs(done, obs)
@@ -410,9 +419,9 @@ class UniEnv(VectorEnv):
         return obs, reward, terminated, truncated
 
     def _episode_info(self, done: torch.Tensor, info: dict) -> None:
-        """Episode stats of the envs that just ended, in info["episode"] (NEXT_STEP, DISABLED)."""
+        """Episode stats of the envs that just ended, in info["episode_stats"] (NEXT_STEP, DISABLED)."""
         if self._sync_free or bool(done.any()):
-            info["episode"], info["_episode"] = self._episode_stats(done), done
+            info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
 
     def _capture(self, actions: torch.Tensor) -> _StepGraph | None:
         """Record one step as a CUDA graph (it runs when replayed); None, with a warning

@@ -20,7 +20,7 @@ def make(
     num_envs: int = 1,
     device: str | None = None,
     seed: int | None = None,
-    dr: Mapping[str, Any] | None = None,
+    dr: str | Mapping[str, Any] | None = None,
     autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     task_options: Mapping[str, Any] | None = None,
     backend_options: Mapping[str, Any] | None = None,
@@ -31,8 +31,9 @@ def make(
     task_options go to the task's constructor (e.g. {"swingup": True}),
     backend_options to the backend's (e.g. {"nthread": 2}), env_options to
     UniEnv (max_episode_steps, render_mode, render_env_ids, nonfinite_actions).
-    dr is a domain-randomization config (a mapping or an OmegaConf DictConfig,
-    e.g. Hydra's cfg.dr; see unienv.dr), checked before the backend is built.
+    dr is a domain-randomization config: a preset's name ("none", "default",
+    "strong": cfg/dr/<name>.yaml, as Hydra's dr=<name>), a mapping or an OmegaConf
+    DictConfig (e.g. Hydra's cfg.dr); see unienv.dr. It is checked before the backend is built.
     """
     dr_terms = domain_randomization.parse(dr)
     the_task = task_class(task)(**checked_options(task, dict(task_options or {})))
@@ -56,14 +57,20 @@ def make_single(task: str, **kwargs: Any) -> SingleEnv:
 
 
 def register_envs() -> None:
-    """Register every task as unienv/<Task>-v0 (idempotent)."""
+    """Register every task as unienv/<Task>-v0 (idempotent), with the spec fields of its
+    default options: max_episode_steps and reward_threshold (those of v5 on the parity tasks)."""
     for name in TASKS:
         env_id = gym_id(name)
         if env_id not in gym.registry:
+            task = task_class(name)()
             gym.register(
                 id=env_id,
                 entry_point="unienv.make:make_single",
                 vector_entry_point="unienv.make:make_vector",
-                kwargs={"task": name},
+                # max_episode_steps=None in kwargs: make_vec then leaves the episode length to the
+                # task (its options may change it) instead of passing the spec's
+                kwargs={"task": name, "max_episode_steps": None},
+                max_episode_steps=task.max_episode_steps,
+                reward_threshold=task.reward_threshold,
                 disable_env_checker=True,
             )

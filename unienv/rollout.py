@@ -102,7 +102,7 @@ def rollout(
             on_step(obs, info)
         if "final_info" in info:
             done = info["_final_info"].cpu().numpy()
-            episode = info["final_info"]["episode"]
+            episode = info["final_info"]["episode_stats"]
             stats.returns += episode["r"].cpu().numpy()[done].tolist()
             stats.lengths += episode["l"].cpu().numpy()[done].tolist()
             stats.terminated += terminated.cpu().numpy()[done].tolist()

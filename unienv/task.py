@@ -61,6 +61,11 @@ class Task(abc.ABC):
     requires: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
+    # the robot's root body: its floating base, or the first moving body of a fixed-base robot;
+    # a DR config names it "<root>" (the presets push it and shift its COM), so one config fits every task
+    root_body: str | None = None
+    # the return at which the task counts as solved (Gymnasium's spec field; v5's on the parity tasks)
+    reward_threshold: float | None = None
     dtype: torch.dtype = torch.float64  # the backend's, from setup
     device: torch.device = torch.device("cpu")
 

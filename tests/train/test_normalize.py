@@ -18,8 +18,8 @@ def test_cleanrl_loop_reads_final_obs_and_episode_stats_from_final_info():
     done = terminated | truncated
     assert done.all() and infos["_final_obs"].all()
     assert not torch.equal(infos["final_obs"], obs)  # the terminal obs; obs starts the next episode
-    assert torch.equal(infos["final_info"]["episode"]["l"], torch.full((4,), 3))
-    assert infos["final_info"]["_episode"].all()
+    assert torch.equal(infos["final_info"]["episode_stats"]["l"], torch.full((4,), 3))
+    assert infos["final_info"]["_episode_stats"].all()
 
 
 def test_gymnasium_vector_normalize_observation_refuses_same_step():

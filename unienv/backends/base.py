@@ -283,8 +283,9 @@ def _bytes(n: float) -> str:
     return ""
 
 
-def load_mjmodel(scene: str | os.PathLike, sim_dt: float, movable_com: bool = False) -> Any:
-    """Compile an MJCF file with MuJoCo and set its timestep to sim_dt (see compile_spec)."""
+def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_com: bool = False) -> Any:
+    """Compile an MJCF file with MuJoCo and set its timestep to sim_dt, if given (see
+    compile_spec). Every MjModel unienv makes from a file comes from here."""
     import mujoco
 
     path = os.fspath(scene)
@@ -293,8 +294,13 @@ def load_mjmodel(scene: str | os.PathLike, sim_dt: float, movable_com: bool = Fa
     return compile_spec(mujoco.MjSpec.from_file(path), sim_dt, movable_com)
 
 
-def compile_spec(spec: Any, sim_dt: float, movable_com: bool = False) -> Any:
-    """Compile an MjSpec with timestep sim_dt.
+def compile_spec(spec: Any, sim_dt: float | None = None, movable_com: bool = False) -> Any:
+    """Compile an MjSpec with timestep sim_dt (the spec's own if None).
+
+    A `<compiler settotalmass>` (Gymnasium's half_cheetah.xml has one) is applied after
+    compiling, by mj_setTotalmass and mj_setConst, as MuJoCo 4 advises: compiling the
+    deprecated attribute itself warns, and MjModel.from_xml_path also writes the warning
+    to MUJOCO_LOG.TXT in the working directory.
 
     With movable_com, no body is compiled as one of MuJoCo's "simple" bodies (COM at
     the frame origin, a diagonal block of the mass matrix), so that a `body_com` write
@@ -304,7 +310,12 @@ def compile_spec(spec: Any, sim_dt: float, movable_com: bool = False) -> Any:
     """
     import mujoco
 
+    total_mass = spec.compiler.settotalmass
+    spec.compiler.settotalmass = -1.0  # MuJoCo's "unset"
     exact = spec.compile()
+    if total_mass > 0:
+        mujoco.mj_setTotalmass(exact, total_mass)
+        mujoco.mj_setConst(exact, mujoco.MjData(exact))
     model = exact
     if movable_com:
         for i, body in enumerate(spec.bodies):
@@ -320,7 +331,8 @@ def compile_spec(spec: Any, sim_dt: float, movable_com: bool = False) -> Any:
         model.body_simple[:] = 0
         model.dof_simplenum[:] = 0
         mujoco.mj_setConst(model, mujoco.MjData(model))
-    model.opt.timestep = sim_dt
+    if sim_dt is not None:
+        model.opt.timestep = sim_dt
     return model
 
 

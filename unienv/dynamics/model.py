@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, unknown_name
 
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3  # mjtJoint values
@@ -50,10 +51,7 @@ def load_rigid_body_mjmodel(scene: str | os.PathLike) -> Any:
     """
     import mujoco
 
-    path = os.fspath(scene)
-    if not os.path.isfile(path):
-        raise ArgumentError(f"scene: no MJCF file at {path!r}")
-    m = mujoco.MjModel.from_xml_path(path)
+    m = load_mjmodel(scene)
     for field in ("dof_armature", "dof_damping", "dof_frictionloss", "jnt_stiffness", "body_gravcomp"):
         getattr(m, field)[:] = 0.0
     if hasattr(m, "tendon_armature"):

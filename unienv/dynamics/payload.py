@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import os
 
-import mujoco
 import numpy as np
 import torch
 
 from unienv.backends import create
+from unienv.backends.base import load_mjmodel
 from unienv.dynamics.identify import identify
 from unienv.dynamics.model import DynamicsModel
 
@@ -91,7 +91,7 @@ def record_rollouts(
 
 def _force_range(scene: str) -> np.ndarray:
     """Actuator force limits (nu, 2), +-inf where unlimited (not in SceneInfo; read here)."""
-    m = mujoco.MjModel.from_xml_path(scene)
+    m = load_mjmodel(scene)
     limited = m.actuator_forcelimited.astype(bool)[:, None]
     return np.where(limited, m.actuator_forcerange, np.array([-np.inf, np.inf]))
 

@@ -104,7 +104,7 @@ class RslRlVecEnv(VecEnv):
         extras = {"time_outs": truncated & ~terminated, "episode": {}}
         if "final_info" in info:
             extras["episode"] = self._episode_extras(
-                info["final_info"]["episode"], done, truncated & ~terminated
+                info["final_info"]["episode_stats"], done, truncated & ~terminated
             )
         for total in self._term_sums.values():
             total.masked_fill_(done, 0.0)

@@ -78,7 +78,7 @@ class Sb3VecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
             final_obs = _numpy(info["final_obs"]).astype(self._obs_dtype, copy=False)
-            episode = {k: _numpy(v) for k, v in info["final_info"]["episode"].items()}
+            episode = {k: _numpy(v) for k, v in info["final_info"]["episode_stats"].items()}
             for i in np.flatnonzero(dones):
                 infos[i] = {
                     "terminal_observation": final_obs[i],
