@@ -625,7 +625,7 @@ class DomainRandomization:
             raise ArgumentError(
                 f"dr.{t.name}.indices: the observation has {self._obs_dim} columns, got [{start}, {stop})"
             )
-        reach, limit = t.distribution.reach() + t.bias, np.finfo(self._obs_dtype).max / 2
+        reach, limit = t.distribution.reach() + t.bias, float(np.finfo(self._obs_dtype).max) / 2
         if reach > limit:  # noise beyond it would make observations inf
             raise ArgumentError(
                 f"dr.{t.name}: noise up to {reach:.3g} does not fit the observation's "
