@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from unienv.errors import install_command
+
 
 def new_figure(path: str, **options: Any):
     """A matplotlib Figure, or None (after one line saying why) where matplotlib is not installed."""
     try:
         from matplotlib.figure import Figure
     except ModuleNotFoundError:
-        print(f"matplotlib is not installed (pip install 'unienv[plot]'); {path} not written")
+        print(f"matplotlib is not installed ({install_command('plot')}); {path} not written")
         return None
     return Figure(**options)
 

@@ -17,6 +17,7 @@ larger than solver tolerances explain and is not yet diagnosed.
 """
 
 import importlib.util
+import re
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ import torch
 
 from unienv.backends import create
 from unienv.backends.mjwarp import MjwarpBackend
-from unienv.errors import ArgumentError, CapabilityError
+from unienv.errors import ArgumentError, CapabilityError, install_command
 from unienv.tasks import task_class
 
 from ..contract.conftest import MJWARP_DEVICE, SCENE, SIM_DT
@@ -42,7 +43,7 @@ def test_importing_the_backend_imports_no_engine():
 
 def test_without_the_extra_construction_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # import fails as if not installed
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'unienv\[mjwarp\]'"):
+    with pytest.raises(ModuleNotFoundError, match=re.escape(install_command("mjwarp"))):
         create("mjwarp", SCENE, 2, SIM_DT)
 
 

@@ -11,6 +11,7 @@ import imageio.v2 as imageio
 import pytest
 
 from unienv import sweep
+from unienv.errors import install_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FRICTION, MASS = ("0.5", "1.0", "1.5"), ("0.8", "1.0", "1.2")
@@ -154,5 +155,5 @@ def test_a_sweep_without_matplotlib_says_so_and_writes_its_tables(tmp_path, monk
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     sweep.summarize(tmp_path)
     out = capsys.readouterr().out
-    assert out.count("\n") == 1 and "matplotlib is not installed (pip install 'unienv[plot]')" in out
+    assert out.count("\n") == 1 and f"matplotlib is not installed ({install_command('plot')})" in out
     assert (tmp_path / "summary.csv").exists() and not (tmp_path / "summary.png").exists()

@@ -38,6 +38,7 @@ import numpy as np
 
 from unienv.dynamics import spatial
 from unienv.dynamics.model import BALL, FREE, HINGE, SLIDE, DynamicsModel
+from unienv.errors import install_command
 
 
 def _import_pinocchio():
@@ -46,7 +47,7 @@ def _import_pinocchio():
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
             "PinocchioDynamics needs the 'pin' package, which is not installed; "
-            "install it with: pip install 'unienv[dynamics]'",
+            f"install it with: {install_command('dynamics')}",
             name="pinocchio",
         ) from e
     return pinocchio
