@@ -106,10 +106,10 @@ wheels() {
 install_unienv() {
   local src
   src="$(mktemp -d)"
-  cp -r pyproject.toml README.md unienv tasks "$src/" || die "could not copy the checkout"
+  cp -r pyproject.toml README.md unienv tasks cfg "$src/" || die "could not copy the checkout"
   # a copy, so that no build/ left in the checkout leaks stale modules into the install
   "$PY" -m pip install -q --no-deps --no-build-isolation --no-index --upgrade --target "$UNIENV_SITE" "$src" \
-    || die "unienv did not install (pip --no-build-isolation needs setuptools >= 68 in $PY)"
+    || die "unienv did not install (pip's error above; --no-build-isolation needs setuptools >= 68 in $PY)"
   rm -rf "$src"
   export PYTHONPATH="$UNIENV_SITE${PYTHONPATH:+:$PYTHONPATH}"
   if [ "$REHEARSAL" = 1 ]; then
@@ -124,7 +124,7 @@ EOF
   "$PY" -P -c "$IMPORT_CHECK" "$UNIENV_SITE" | tee -a "$OUT/summary.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || die "the installed unienv does not import"
 }
-IMPORT_CHECK='import sys, unienv, unienv.tasks, unienv.backends, unienv.bench
+IMPORT_CHECK='import sys, unienv, unienv.tasks, unienv.cfg, unienv.backends, unienv.bench
 assert unienv.__file__.startswith(sys.argv[1]), f"unienv imported from {unienv.__file__}, not {sys.argv[1]}"
 print("unienv from", unienv.__file__)'
 

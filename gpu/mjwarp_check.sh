@@ -13,7 +13,7 @@
 #   ../shared/device/build-carry.sh base   .devcarry/base       # 8 MiB: gymnasium, hydra (unienv needs them)
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d .devcarry/rsl_rl \
-#     rsl-rl-lib==5.5.1 tensordict==0.15.3 pyvers==0.2.3 GitPython gitdb smmap   # for train (the machine has
+#     rsl-rl-lib==5.5.1 tensordict==0.15.3 pyvers==0.2.3 GitPython gitdb smmap safetensors==0.8.0   # for train (the machine has
 #     torch 2.11, pytest, tensorboard, onnx, onnxscript; tensordict 0.15 needs torch >= 2.11)
 #
 # The calls (README, "Benchmark", lists the sequence with its timeouts):

@@ -52,7 +52,7 @@ def test_without_cuda_construction_says_so(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(CapabilityError, match=r"needs a CUDA GPU.*backend='mujoco'"):
         MjwarpBackend(SCENE, 2, SIM_DT)
-    with pytest.raises(CapabilityError, match="needs a CUDA GPU"):
+    with pytest.raises(ArgumentError, match="asks for a CUDA GPU, but this machine has none"):
         MjwarpBackend(SCENE, 2, SIM_DT, device="cuda:0")
 
 
@@ -60,7 +60,7 @@ def test_without_cuda_construction_says_so(monkeypatch):
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"device": "mps"}, "device: expected None, 'cuda'"),
+        ({"device": "mps"}, "device: expected None, 'cpu', 'cuda'"),
         ({"device": "cuda:99"}, "device"),
         ({"nconmax": 0}, "nconmax: expected a positive int"),
         ({"njmax": 1.5}, "njmax: expected a positive int"),
