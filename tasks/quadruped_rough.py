@@ -7,7 +7,7 @@ gives; default: every type, 10 levels). Each env spawns at the
 centre of its tile (columns in turn by env index, levels up to `max_init_level`),
 facing a random yaw. Action, command, reward terms and termination: the
 quadruped's, with the base height measured from the ground under the base (the
-mean of the scan). Observation (48 + P): the quadruped's 48, then the height scan:
+mean of the scan), and the step reward floored at 0. Observation (48 + P): the quadruped's 48, then the height scan:
 the terrain under a grid of P points around the base in its yaw frame (`scan_size`
 m every `scan_resolution` m; 17 x 11 = 187 by default), as clip(base z - 0.5 - h,
 -1, 1). Curriculum (`unienv.terrain.Curriculum`), at each reset: an env that walked
@@ -71,6 +71,13 @@ class QuadrupedRough(Quadruped):
     def observe(self, s, memory):
         heights = (s["z"][:, None] - 0.5 - s["scan"]).clamp(-1.0, 1.0)
         return torch.cat((super().observe(s, memory), heights), dim=1)
+
+    def reward(self, s, prev, action, memory):
+        """The quadruped's, floored at 0 (legged_gym's only_positive_rewards): on rough terrain,
+        with pushes, the penalties outweigh the tracking terms early in training, and a
+        negative step reward teaches the policy to fall at once."""
+        total, terms = super().reward(s, prev, action, memory)
+        return total.clamp(min=0.0), terms
 
     def on_reset(self, mask, s, memory):
         walked = (s["xy"] - self.curriculum.origins()[:, :2]).norm(dim=1)
