@@ -43,9 +43,11 @@ Engines implement the underscored hooks at the bottom of the class.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -292,6 +294,25 @@ def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_
     if not os.path.isfile(path):
         raise ArgumentError(f"scene: no MJCF file at {path!r}")
     return compile_spec(mujoco.MjSpec.from_file(path), sim_dt, movable_com)
+
+
+@contextlib.contextmanager
+def mujoco_warnings_as_python():
+    """While active, MuJoCo's warnings become Python warnings instead of stdout lines and a
+    MUJOCO_LOG.TXT in the working directory, and `settotalmass`'s deprecation is dropped (for
+    a parser that compiles a scene itself, as Genesis does: compile_spec applies it properly)."""
+    import mujoco
+
+    def forward(message: str) -> None:
+        if "settotalmass" not in message:
+            warnings.warn(f"MuJoCo: {message}", stacklevel=2)
+
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(forward)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
 
 def compile_spec(spec: Any, sim_dt: float | None = None, movable_com: bool = False) -> Any:

@@ -94,6 +94,7 @@ from unienv.backends.base import (
     SceneInfo,
     SimBackend,
     load_mjmodel,
+    mujoco_warnings_as_python,
 )
 from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError, CapabilityError
@@ -374,9 +375,10 @@ class GenesisBackend(SimBackend):
             profiling_options=gs.options.ProfilingOptions(show_FPS=False),
             show_viewer=False,
         )
-        self._entity = self._scene.add_entity(
-            gs.morphs.MJCF(file=self.scene, default_armature=None, align=False)
-        )
+        with mujoco_warnings_as_python():  # Genesis compiles the scene with MuJoCo itself
+            self._entity = self._scene.add_entity(
+                gs.morphs.MJCF(file=self.scene, default_armature=None, align=False)
+            )
         self._scene.build(n_envs=self.num_envs)
         self._solver = sol = self._entity._solver
         self._map_layout()
