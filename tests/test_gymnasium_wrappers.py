@@ -186,10 +186,7 @@ def test_gymnasium_models_load_without_warning_or_log_file(tmp_path):
         "print(round(float(env.backend.info.body_mass.sum()), 9))\n"
         "load_rigid_body_mjmodel(env.task.scene)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
+    done = _python_with_warnings_as_errors(code, tmp_path)
     assert done.stdout.strip() == "14.0"  # the total mass the file asks for
     assert "deprecated" not in done.stderr and os.listdir(tmp_path) == []
 
@@ -203,8 +200,14 @@ def test_genesis_parses_gymnasium_models_without_warning_or_log_file(tmp_path):
         "env = unienv.make('half_cheetah', backend='genesis', device='cpu')\n"
         "env.reset(seed=0); env.close()\n"
     )
+    done = _python_with_warnings_as_errors(code, tmp_path)
+    assert "deprecated" not in done.stdout + done.stderr and os.listdir(tmp_path) == []
+
+
+def _python_with_warnings_as_errors(code: str, cwd) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh Python (-W error) in cwd; asserts it succeeded."""
     done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-W", "error", "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert "deprecated" not in done.stdout + done.stderr and os.listdir(tmp_path) == []
+    return done

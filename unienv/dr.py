@@ -79,6 +79,7 @@ from typing import Any
 import numpy as np
 import torch
 import yaml
+from omegaconf import OmegaConf
 
 from unienv.backends.base import DR_TERMS, SimBackend
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
@@ -159,13 +160,16 @@ class Term:
 
 
 def preset(name: str) -> dict[str, Any]:
-    """The DR config of a preset ("none", "default", "strong"): cfg/dr/<name>.yaml, the file
-    Hydra's `dr=<name>` loads, shipped in the package as unienv.cfg (found wherever it is installed)."""
+    """The DR config of a preset ("none", "default", "strong", ...): cfg/dr/<name>.yaml, the file
+    Hydra's `dr=<name>` loads, shipped in the package as unienv.cfg (found wherever it is installed).
+    A preset's `defaults` list names the presets it extends, as Hydra composes them (quadruped.yaml)."""
     folder = resources.files("unienv.cfg") / "dr"
     names = sorted(f.name.removesuffix(".yaml") for f in folder.iterdir() if f.name.endswith(".yaml"))
     if name not in names:
         raise unknown_name("dr preset", name, names)
-    return yaml.safe_load((folder / f"{name}.yaml").read_text()) or {}  # none.yaml holds no term
+    config = yaml.safe_load((folder / f"{name}.yaml").read_text()) or {}  # none.yaml holds no term
+    bases = [preset(base) for base in config.pop("defaults", []) if base != "_self_"]
+    return OmegaConf.to_container(OmegaConf.merge({}, *bases, config))
 
 
 def parse(config: str | Mapping[str, Any] | None) -> tuple[Term, ...]:

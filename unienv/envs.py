@@ -151,7 +151,6 @@ class UniEnv(VectorEnv):
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.autoreset_mode = autoreset_mode  # an attribute too, as on Gymnasium's own vector envs
         self.metadata = {
             "autoreset_mode": autoreset_mode,
             "render_modes": ["rgb_array"],
@@ -198,6 +197,11 @@ class UniEnv(VectorEnv):
         self._memory: dict[str, torch.Tensor] = {}
         self._reading: dict[str, torch.Tensor] | None = None  # the task's reading behind the last obs
         self._renderer = None
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """metadata["autoreset_mode"], as an attribute too, as Gymnasium's own vector envs have it."""
+        return self.metadata["autoreset_mode"]
 
     # ---- reset --------------------------------------------------------------
 

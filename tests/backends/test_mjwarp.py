@@ -20,12 +20,12 @@ import importlib.util
 import re
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
 import torch
 
+from tests.threads import in_two_threads
 from unienv.backends import create
 from unienv.backends.mjwarp import MjwarpBackend
 from unienv.errors import ArgumentError, CapabilityError, install_command
@@ -125,20 +125,7 @@ def test_two_backends_step_from_two_threads():
         return torch.stack(out)
 
     with made[0], made[1], made[2]:
-        start, results, errors = threading.Barrier(2), {}, []
-
-        def run(i):
-            try:
-                results[i] = trajectory(made[i], start)
-            except Exception as e:  # reported below, in the main thread
-                errors.append(e)
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-        assert not errors, errors
+        results = in_two_threads(lambda i, start: trajectory(made[i], start))
         alone = trajectory(made[2])
         for i in (0, 1):
             if made[2].get_capabilities().deterministic:

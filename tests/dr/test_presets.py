@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 import unienv
@@ -37,6 +38,10 @@ def test_preset_runs_on_every_task_and_moves_the_root_body(preset):
 def test_presets_are_the_files_hydra_loads():
     for name in ("none", "default", "strong"):
         assert dr.preset(name) == (OmegaConf.to_container(OmegaConf.load(f"{ROOT}/cfg/dr/{name}.yaml")) or {})
+    with initialize_config_dir(config_dir=f"{ROOT}/cfg", version_base="1.3"):
+        composed = compose("config", overrides=["dr=quadruped"]).dr  # extends default (its defaults list)
+    assert dr.preset("quadruped") == OmegaConf.to_container(composed)
+    assert dr.preset("quadruped")["push"]["interval"] != dr.preset("default")["push"]["interval"]
     assert unienv.make("cartpole", dr="none").dr is None
     with pytest.raises(UnknownNameError, match=r"unknown dr preset 'strnog'; did you mean 'strong'"):
         unienv.make("cartpole", dr="strnog")

@@ -2,12 +2,12 @@
 genesis here; mjwarp's lock is tested in tests/backends/test_mjwarp.py)."""
 
 import importlib.util
-import threading
 
 import pytest
 import torch
 
 import unienv
+from tests.threads import in_two_threads
 
 BACKENDS = ["mujoco"] + (["genesis"] if importlib.util.find_spec("genesis") else [])
 STEPS = 40
@@ -29,20 +29,7 @@ def test_two_envs_step_from_two_threads(backend):
     device = "cpu" if backend == "genesis" else None
     envs = [unienv.make("cartpole", backend=backend, num_envs=2, device=device) for _ in range(2)]
     alone = [_trajectory(env, seed) for env, seed in zip(envs, (1, 2), strict=True)]
-    start, results, errors = threading.Barrier(2), {}, []
-
-    def run(i):
-        try:
-            results[i] = _trajectory(envs[i], (1, 2)[i], start)
-        except Exception as e:  # reported in the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not errors, errors
+    results = in_two_threads(lambda i, start: _trajectory(envs[i], (1, 2)[i], start))
     assert not torch.equal(alone[0], alone[1])  # the two differ, so a mix-up would show
     for i in (0, 1):
         assert torch.equal(results[i], alone[i])
