@@ -25,11 +25,10 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import healthy_state, locomotion_terms, noisy_reset, read_state, unhealthy
 
 
 class Ant(Task):
@@ -38,6 +37,7 @@ class Ant(Task):
     sim_dt = 0.01
     decimation = 5
     root_body = "torso"
+    arrays = "any"
     reward_threshold = 6000.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
@@ -72,30 +72,29 @@ class Ant(Task):
     def setup(self, backend):
         super().setup(backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):
-        s = read_state(backend)
+        xp, s = self.xp, read_state(self, backend)
         if self.include_cfrc_ext_in_observation:
             wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
         else:
             wrench = backend.get_contact_forces(self.bodies)
-        s["contact"] = wrench.clamp(*self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
-        q = s["qpos"]
-        finite = torch.isfinite(q).all(1) & torch.isfinite(s["qvel"]).all(1)
-        s["healthy"] = finite & (q[:, 2] >= self.healthy_z_range[0]) & (q[:, 2] <= self.healthy_z_range[1])
+        s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
+        z = s["qpos"][:, 2]
+        s["healthy"] = healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
         return s
 
     def observe(self, s, memory):
         obs = [s["qpos"][:, 2:], s["qvel"]]
         if self.include_cfrc_ext_in_observation:
-            obs.append(s["contact"].flatten(1))
-        return torch.cat(obs, dim=1)
+            obs.append(s["contact"].reshape(len(s["contact"]), -1))
+        return self.xp.concat(obs, 1)
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
-        terms["contact"] = -self.contact_cost_weight * s["contact"].square().sum((1, 2))
+        terms["contact"] = -self.contact_cost_weight * (s["contact"] * s["contact"]).sum((1, 2))
         return total(terms), terms
 
     def terminated(self, s, memory):

@@ -12,7 +12,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks.common import ctrl_cost
@@ -29,6 +28,7 @@ class Cartpole(Task):
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
     camera = {"distance": 5.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.3)}
+    arrays = "any"
 
     def __init__(
         self, swingup: bool = False, episode_length_s: float = 10.0, max_angle: float = 0.2, rail: float = 2.4
@@ -46,11 +46,11 @@ class Cartpole(Task):
         self.cos_max_angle = float(np.cos(self.max_angle))
 
     def read(self, backend):
-        views = backend.get_state_views()
-        q, v = views["qpos"], views["qvel"]
-        theta = q[:, self.theta]
-        obs = torch.stack((q[:, self.x], theta.cos(), theta.sin(), v[:, self.x], v[:, self.theta]), 1)
-        off_rail = obs[:, 0].abs() > self.rail
+        xp, views = self.xp, backend.get_state_views()
+        q, v = xp.asarray(views["qpos"]), xp.asarray(views["qvel"])
+        x, theta = slice(self.x, self.x + 1), slice(self.theta, self.theta + 1)  # (N, 1) columns
+        obs = xp.concat((q[:, x], xp.cos(q[:, theta]), xp.sin(q[:, theta]), v[:, x], v[:, theta]), 1)
+        off_rail = xp.abs(obs[:, 0]) > self.rail
         fallen = off_rail if self.swingup else off_rail | (obs[:, 1] < self.cos_max_angle)  # |theta| > max
         return {"obs": obs, "out": fallen}
 
@@ -61,7 +61,7 @@ class Cartpole(Task):
         if self.swingup:
             terms = {"upright": (1.0 + s["obs"][:, 1]) / 2.0, "ctrl": ctrl_cost(action, 0.01)}
         else:
-            terms = {"alive": (~s["out"]).to(self.dtype)}
+            terms = {"alive": self.xp.astype(~s["out"], self.dtype)}
         return total(terms), terms
 
     def terminated(self, s, memory):
@@ -71,5 +71,5 @@ class Cartpole(Task):
         qpos = rng.uniform((self.nq,), -0.05, 0.05, dtype=self.dtype)
         qvel = rng.uniform((self.nv,), -0.05, 0.05, dtype=self.dtype)
         if self.swingup:
-            qpos[:, self.theta] += torch.pi
+            qpos[:, self.theta] += np.pi
         return qpos, qvel

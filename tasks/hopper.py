@@ -58,7 +58,7 @@ class Hopper(Task):
 
     def setup(self, backend):
         super().setup(backend)
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):

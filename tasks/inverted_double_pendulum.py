@@ -49,7 +49,7 @@ class InvertedDoublePendulum(Task):
     def setup(self, backend):
         super().setup(backend)
         self.tip = int(backend.find("site", "tip")[0])
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):

@@ -36,7 +36,7 @@ class InvertedPendulum(Task):
 
     def setup(self, backend):
         super().setup(backend)
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):

@@ -98,20 +98,20 @@ class Quadruped(Task):
         joints = info.actuator_joint
         self.q_idx = torch.as_tensor(info.joint_qpos_adr[joints], device=self.device)
         self.v_idx = torch.as_tensor(info.joint_dof_adr[joints], device=self.device)
-        self.home = self.tensor(info.keyframes["home"])
+        self.home = self.array(info.keyframes["home"])
         self.default_q = self.home[self.q_idx]
-        self.gain = self.tensor(info.actuator_gain)
-        self.bias = self.tensor(
+        self.gain = self.array(info.actuator_gain)
+        self.bias = self.array(
             info.actuator_bias
         ).T.contiguous()  # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
         self.nv = backend.nv
-        self.down = self.tensor([0.0, 0.0, -1.0])
+        self.down = self.array([0.0, 0.0, -1.0])
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
-        self.base_obs_scale = self.tensor(scales)
-        self.command_scale = self.tensor([2.0, 2.0, 0.25])
-        self.weights = self.tensor([self.reward_weights[k] * self.dt for k in TERMS])
+        self.base_obs_scale = self.array(scales)
+        self.command_scale = self.array([2.0, 2.0, 0.25])
+        self.weights = self.array([self.reward_weights[k] * self.dt for k in TERMS])
         r = self.command_ranges
-        self.command_low, self.command_high = self.tensor(
+        self.command_low, self.command_high = self.array(
             [[r["lin_vel_x"][i], r["lin_vel_y"][i], r["ang_vel_yaw"][i]] for i in (0, 1)]
         )
         self.cos_max_tilt = float(np.cos(self.max_tilt))

@@ -56,7 +56,7 @@ class QuadrupedRough(Quadruped):
         to = lambda x: torch.as_tensor(x, device=self.device)  # noqa: E731
         self.curriculum = Curriculum(self.ground, to(levels), to(columns), self.dtype)
         self.base_body = int(backend.find("body", "base")[0])
-        self.scan_offsets = self.tensor(self.scan_points)
+        self.scan_offsets = self.array(self.scan_points)
 
     def read(self, backend):
         s = super().read(backend)

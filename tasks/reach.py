@@ -60,12 +60,12 @@ class Reach(Task):
         backend.find("site", "ee")  # the scene must have it
         info = backend.info
         self.link7 = backend.find("body", "link7")
-        self.home = self.tensor(info.keyframes["home"])
-        low, high = self.tensor(info.ctrl_range).T
+        self.home = self.array(info.keyframes["home"])
+        low, high = self.array(info.ctrl_range).T
         self.ctrl_mid, self.ctrl_half = (high + low) / 2, (high - low) / 2
-        self.offset = self.tensor(EE_OFFSET)
-        self.target_low, self.target_high = self.tensor(self.target_box)
-        self.upright = self.tensor((1.0, 0.0, 0.0, 0.0))
+        self.offset = self.array(EE_OFFSET)
+        self.target_low, self.target_high = self.array(self.target_box)
+        self.upright = self.array((1.0, 0.0, 0.0, 0.0))
         self.nv = backend.nv
 
     def action_to_ctrl(self, action):

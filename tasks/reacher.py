@@ -49,7 +49,7 @@ class Reacher(Task):
     def setup(self, backend):
         super().setup(backend)
         self.bodies = backend.find("body", ["fingertip", "target"])
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):

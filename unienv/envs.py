@@ -156,7 +156,7 @@ class UniEnv(VectorEnv):
             "render_modes": ["rgb_array"],
             "render_fps": round(1.0 / task.dt),
         }
-        self._obs_dtype = getattr(torch, np.dtype(self.single_observation_space.dtype).name)
+        self._obs_dtype_name = np.dtype(self.single_observation_space.dtype).name
         self._act_dim = int(np.prod(self.single_action_space.shape))
         low, high = self.single_action_space.low.reshape(-1), self.single_action_space.high.reshape(-1)
         self._low_np, self._high_np = low, high
@@ -185,17 +185,25 @@ class UniEnv(VectorEnv):
             self._random.seed(_checked_seed(seed))
         if self.dr is not None:
             self.dr.startup()
-        self._return = torch.zeros(n, dtype=self.dtype, device=dev)
+        # the env's own arrays are of the task's namespace (`Task.xp`): NumPy views of torch
+        # tensors where the task computes in NumPy (the CPU engine), torch tensors otherwise
+        xp = self._xp = task.xp
+        self._host_arrays = xp.name == "numpy"
+        self._array = (lambda t: t.numpy()) if self._host_arrays else (lambda t: t)
+        self._tensor = torch.from_numpy if self._host_arrays else (lambda a: a)
         # steps into each env's current episode; writable, e.g. for random episode starts
         self.episode_length = torch.zeros(n, dtype=torch.int64, device=dev)
-        self._start = torch.zeros(n, dtype=torch.float64, device=dev)  # perf_counter at the episode's start
+        self._length = self._array(self.episode_length)
+        self._return = xp.zeros(n, task.dtype)
+        self._start = xp.zeros(n, xp.float64)  # perf_counter at the episode's start
         self._now = torch.zeros((), dtype=torch.float64, device=dev)  # perf_counter at this step (sync_free)
-        self._pending_reset = torch.zeros(n, dtype=torch.bool, device=dev)  # NEXT_STEP
+        self._pending_reset = xp.zeros(n, xp.bool)  # NEXT_STEP
         self._nonfinite_seen = torch.zeros((), dtype=torch.bool, device=dev)  # sync-free "raise" mode
         self._all_ids = torch.arange(n, device=dev)
-        self._none = torch.zeros(n, dtype=torch.bool, device=dev)
-        self._memory: dict[str, torch.Tensor] = {}
-        self._reading: dict[str, torch.Tensor] | None = None  # the task's reading behind the last obs
+        self._none = xp.zeros(n, xp.bool)
+        self._obs_dtype = getattr(xp, self._obs_dtype_name)
+        self._memory: dict[str, Any] = {}
+        self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
         self._renderer = None
 
     @property
@@ -229,7 +237,7 @@ class UniEnv(VectorEnv):
             mask = ~self._none
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
-        return obs, {}
+        return self._tensor(obs), {}
 
     def _reset_mask(self, options: Any) -> torch.Tensor:
         """The envs reset(options=...) resets: options["reset_mask"], or all."""
@@ -249,24 +257,25 @@ class UniEnv(VectorEnv):
                 f"options['reset_mask']: expected a bool array of shape ({self.num_envs},), "
                 f"got {type(given).__name__} of {mask.dtype} {tuple(mask.shape)}"
             )
-        return mask.to(self.device)
+        return self._array(mask.to(self.device))
 
-    def _reset_envs(self, mask: torch.Tensor, obs: torch.Tensor | None) -> torch.Tensor:
+    def _reset_envs(self, mask, obs):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
         (a fresh one if None) with those envs' rows replaced by their first."""
+        xp, task = self._xp, self.task
         if self._sync_free:
             ids, rng = self._all_ids, self._random.for_mask(mask)
         else:
-            if obs is not None and not bool(mask.any()):
+            if obs is not None and not mask.any():
                 return obs
-            ids = torch.nonzero(mask).flatten()
+            ids = np.flatnonzero(mask) if self._host_arrays else torch.nonzero(mask).flatten()
             rng = self._random.for_envs(ids)
         if self._reading is not None:  # episodes end: what carries across them (a curriculum)
-            self.task.on_reset(mask, self._reading, self._memory)
+            task.on_reset(mask, self._reading, self._memory)
         if self.dr is not None:
-            self.dr.reset(mask)
-        qpos, qvel = self.task.reset_state(ids, rng)
-        memory = self.task.reset_memory(rng)
+            self.dr.reset(self._tensor(mask))
+        qpos, qvel = task.reset_state(ids, rng)
+        memory = task.reset_memory(rng)
         if self.dr is not None:
             qpos, qvel = self._dr_reset_state(mask, ids, qpos, qvel)
         if self._sync_free:
@@ -275,20 +284,20 @@ class UniEnv(VectorEnv):
                 "_memory", {k: _where_rows(mask, v, self._memory.get(k, v)) for k, v in memory.items()}
             )
         else:
-            self.backend.set_state_tensor(ids, qpos, qvel)
+            self.backend.set_state_tensor(ids, self._tensor(qpos), self._tensor(qvel))
             for k, v in memory.items():
                 if k not in self._memory:
-                    self._memory[k] = v.new_zeros((self.num_envs, *v.shape[1:]))
+                    self._memory[k] = xp.zeros((self.num_envs, *v.shape[1:]), v.dtype)
                 self._memory[k][ids] = v
         self._place_mocap(mask, ids)
-        self._return.masked_fill_(mask, 0.0)
-        self.episode_length.masked_fill_(mask, 0)
-        self._start.masked_fill_(mask, self._clock())
-        self._keep("_reading", self.task.read(self.backend))
-        fresh = self._finish_obs(self.task.observe(self._reading, self._memory), mask)
-        return fresh if obs is None else torch.where(mask[:, None], fresh, obs)
+        _clear(self._return, mask, 0.0)
+        _clear(self._length, mask, 0)
+        _clear(self._start, mask, self._clock())
+        self._keep("_reading", task.read(self.backend))
+        fresh = self._finish_obs(task.observe(self._reading, self._memory), mask)
+        return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
 
-    def _place_mocap(self, mask: torch.Tensor, ids: torch.Tensor) -> None:
+    def _place_mocap(self, mask, ids) -> None:
         """Move the task's mocap bodies for the envs just reset, where the backend can (elsewhere
         they only show in renders)."""
         pose = self.task.mocap_pose(self._memory) if self._mocap else None
@@ -297,17 +306,18 @@ class UniEnv(VectorEnv):
         if self._sync_free:
             self.backend.set_mocap_pose_tensor_mask(mask, *pose)
         else:
-            self.backend.set_mocap_pose_tensor(ids, pose[0][ids], pose[1][ids])
+            pos, quat = (self._tensor(x[ids]) for x in pose)
+            self.backend.set_mocap_pose_tensor(self._tensor(ids), pos, quat)
 
     def _dr_reset_state(self, mask, ids, qpos, qvel):
-        """The DR manager works on full-width rows; the CPU path holds rows for ids only."""
+        """The DR manager works on full-width torch rows; the CPU path holds rows for ids only."""
         if self._sync_free:
             return self.dr.reset_state(mask, qpos, qvel)
-        full_q = qpos.new_zeros(self.num_envs, qpos.shape[1])
-        full_v = qvel.new_zeros(self.num_envs, qvel.shape[1])
+        full_q = self._xp.zeros((self.num_envs, qpos.shape[1]), qpos.dtype)
+        full_v = self._xp.zeros((self.num_envs, qvel.shape[1]), qvel.dtype)
         full_q[ids], full_v[ids] = qpos, qvel
-        full_q, full_v = self.dr.reset_state(mask, full_q, full_v)
-        return full_q[ids], full_v[ids]
+        full_q, full_v = self.dr.reset_state(*map(self._tensor, (mask, full_q, full_v)))
+        return self._array(full_q)[ids], self._array(full_v)[ids]
 
     def _keep(self, name: str, value):
         """Carry state to the next step: on a sync_free backend in place, into the tensors
@@ -323,10 +333,13 @@ class UniEnv(VectorEnv):
         elif value is not old:
             old.copy_(value)
 
-    def _finish_obs(self, obs: torch.Tensor, fresh_noise: torch.Tensor | None) -> torch.Tensor:
+    def _finish_obs(self, obs, fresh_noise):
         """The task's observation in the space's dtype, with DR noise (fresh where asked)."""
-        obs = obs.to(self._obs_dtype)
-        return obs if self.dr is None else self.dr.observation(obs, fresh_noise)
+        obs = self._xp.astype(obs, self._obs_dtype)
+        if self.dr is None:
+            return obs
+        fresh_noise = None if fresh_noise is None else self._tensor(fresh_noise)
+        return self._array(self.dr.observation(self._tensor(obs), fresh_noise))
 
     def observe(self) -> torch.Tensor:
         """The observation of the state the backend holds now (fresh DR noise).
@@ -335,7 +348,7 @@ class UniEnv(VectorEnv):
         next step's reward then differences against that state.
         """
         self._keep("_reading", self.task.read(self.backend))
-        return self._finish_obs(self.task.observe(self._reading, self._memory), None)
+        return self._tensor(self._finish_obs(self.task.observe(self._reading, self._memory), None))
 
     def dr_params(self) -> dict[str, torch.Tensor]:
         """Each DR term's current per-env values, (num_envs, E); {} without DR."""
@@ -348,6 +361,8 @@ class UniEnv(VectorEnv):
         if self._reading is None:
             raise ArgumentError("step: call reset() before the first step")
         actions = self._as_actions(actions)
+        if self._host_arrays:
+            return _as_tensors(self._step(actions.numpy()))
         if self._sync_free:
             self._now.fill_(time.perf_counter())  # a value sent to the device, not read back
         if self._graph_wanted:
@@ -360,8 +375,8 @@ class UniEnv(VectorEnv):
             self._eager_steps += 1
         return self._step(actions)
 
-    def _step(self, actions: torch.Tensor):
-        """The step's work on the device: transition, autoreset, outputs."""
+    def _step(self, actions):
+        """The step's work, in the task's namespace: transition, autoreset, outputs."""
         actions, info = self._checked_values(actions)
         obs, reward, terminated, truncated, diverged = self._transition(actions, info)
         mode = self.metadata["autoreset_mode"]
@@ -375,33 +390,33 @@ class UniEnv(VectorEnv):
             self._episode_info(terminated | truncated, info)
         return obs, reward, terminated, truncated, info
 
-    def _transition(self, actions: torch.Tensor, info: dict):
+    def _transition(self, actions, info: dict):
         """One env step of physics and the task's outputs, before any reset."""
-        applied = actions if self.dr is None else self.dr.actions(actions)
-        self.backend.step_tensor(self.task.action_to_ctrl(applied), self.task.decimation)
-        task, before, memory = self.task, self._reading, self._memory
+        task, xp, before, memory = self.task, self._xp, self._reading, self._memory
+        applied = actions if self.dr is None else self._array(self.dr.actions(self._tensor(actions)))
+        self.backend.step_tensor(self._tensor(task.action_to_ctrl(applied)), task.decimation)
         reading = task.read(self.backend)
         reward, terms = task.reward(reading, before, actions, memory)
         terminated = task.terminated(reading, memory)
         self._keep("_memory", task.remember(reading, actions, memory))
         self._keep("_reading", reading)
         memory = self._memory
-        self.episode_length += 1
-        truncated = self.episode_length >= self.max_episode_steps
+        self._length += 1
+        truncated = self._length >= self.max_episode_steps
         obs = self._finish_obs(task.observe(reading, memory), None)
-        diverged = self.backend.pop_diverged()
-        if self._sync_free or bool(diverged.any()):  # never hand out a diverged state: end the episode
+        diverged = self._array(self.backend.pop_diverged())
+        if self._sync_free or diverged.any():  # never hand out a diverged state: end the episode
             truncated = truncated | diverged
-            reward = reward.masked_fill(diverged, 0.0)
-            obs = obs.masked_fill(diverged[:, None], 0.0)
+            reward = xp.where(diverged, 0.0, reward)
+            obs = xp.where(diverged[:, None], 0.0, obs)
             info["diverged"], info["_diverged"] = diverged, diverged
         self._return += reward
         info["reward_terms"] = terms
         return obs, reward, terminated, truncated, diverged
 
-    def _autoreset_same_step(self, obs, done, diverged, info) -> torch.Tensor:
+    def _autoreset_same_step(self, obs, done, diverged, info):
         """Done envs start anew now; their last obs goes to info["final_obs"]."""
-        if not self._sync_free and not bool(done.any()):
+        if not self._sync_free and not done.any():
             return obs
         info["final_obs"], info["_final_obs"] = obs, done
         info["final_info"], info["_final_info"] = (
@@ -412,19 +427,19 @@ class UniEnv(VectorEnv):
 
     def _autoreset_next_step(self, obs, reward, terminated, truncated, info):
         """Envs that ended last step start anew instead of counting this one (reward 0, not done)."""
-        pending = self._pending_reset
-        if self._sync_free or bool(pending.any()):
+        xp, pending = self._xp, self._pending_reset
+        if self._sync_free or pending.any():
             obs = self._reset_envs(pending, obs)
-            reward = reward.masked_fill(pending, 0.0)
+            reward = xp.where(pending, 0.0, reward)
             terminated, truncated = terminated & ~pending, truncated & ~pending
         done = terminated | truncated
         self._episode_info(done, info)
         self._keep("_pending_reset", done)
         return obs, reward, terminated, truncated
 
-    def _episode_info(self, done: torch.Tensor, info: dict) -> None:
+    def _episode_info(self, done, info: dict) -> None:
         """Episode stats of the envs that just ended, in info["episode_stats"] (NEXT_STEP, DISABLED)."""
-        if self._sync_free or bool(done.any()):
+        if self._sync_free or done.any():
             info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
 
     def _capture(self, actions: torch.Tensor) -> _StepGraph | None:
@@ -458,7 +473,7 @@ class UniEnv(VectorEnv):
             raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
         return actions.to(self.device, self.dtype)
 
-    def _checked_values(self, actions: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    def _checked_values(self, actions):
         """Rows that are not finite raise (CPU engine) or are zeroed and flagged in info
         (device backends: no host read; "raise" then raises at the next reset()); finite
         values outside the action space are clipped or refused (`out_of_bounds_actions`)."""
@@ -472,40 +487,42 @@ class UniEnv(VectorEnv):
             if self.out_of_bounds_actions == "raise":
                 self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
             return torch.clamp(actions, self._act_low, self._act_high), info
-        a = actions.numpy()  # host reads are free here: one check (False for NaN too) in the usual case
-        if ((a >= self._low_np) & (a <= self._high_np)).all():
+        # the CPU engine: host reads are free; one check (False for NaN too) in the usual case
+        a, low, high = actions.numpy() if isinstance(actions, torch.Tensor) else actions, self._low_np, self._high_np
+        if ((a >= low) & (a <= high)).all():
             return actions, info
-        if not np.isfinite(a).all():
-            finite = torch.isfinite(actions).all(1)
+        finite = np.isfinite(a).all(1)
+        if not finite.all():
             if self.nonfinite_actions == "raise":
-                bad = torch.nonzero(~finite).flatten().tolist()
+                bad = np.flatnonzero(~finite).tolist()
                 raise ArgumentError(
                     f"actions: NaN or inf in envs {bad[:10]} (nonfinite_actions='zero' replaces them)"
                 )
-            actions = actions.masked_fill(~finite[:, None], 0.0)
+            a = np.where(finite[:, None], a, 0.0)
             info["nonfinite_action"], info["_nonfinite_action"] = ~finite, ~finite
         if self.out_of_bounds_actions == "raise":
-            outside = ((actions < self._act_low) | (actions > self._act_high)).any(1)
-            if bool(outside.any()):
-                bad = torch.nonzero(outside).flatten().tolist()
+            outside = ((a < low) | (a > high)).any(1)
+            if outside.any():
+                bad = np.flatnonzero(outside).tolist()
                 raise ArgumentError(
                     f"actions: expected values in the action space [{self.single_action_space.low.min()}, "
                     f"{self.single_action_space.high.max()}], got values outside it in envs {bad[:10]} "
                     "(out_of_bounds_actions='clip' clips them)"
                 )
-        return torch.clamp(actions, self._act_low, self._act_high), info
+        info = {k: self._xp.asarray(v) for k, v in info.items()}
+        return self._xp.asarray(np.clip(a, low, high)), info
 
     def _clock(self) -> float | torch.Tensor:
         """Now, by time.perf_counter: on a sync_free backend the device copy made at the
         step's start (a captured step reads it anew at each replay)."""
         return self._now if self._sync_free else time.perf_counter()
 
-    def _episode_stats(self, done: torch.Tensor) -> dict[str, torch.Tensor]:
-        elapsed = self._clock() - self._start
+    def _episode_stats(self, done) -> dict:
+        xp, elapsed = self._xp, self._clock() - self._start
         return {
-            "r": self._return.masked_fill(~done, 0.0),
-            "l": self.episode_length.masked_fill(~done, 0),
-            "t": elapsed.masked_fill(~done, 0.0),
+            "r": xp.where(done, self._return, 0.0),
+            "l": xp.where(done, self._length, 0),
+            "t": xp.where(done, elapsed, 0.0),
         }
 
     # ---- render / close -----------------------------------------------------
@@ -524,7 +541,7 @@ class UniEnv(VectorEnv):
         pose = self.task.mocap_pose(self._memory) if self._memory else None
         if pose is None:
             return tuple(self._renderer.render(q) for q in qpos)
-        pos, quat = (x[self.render_env_ids].cpu().numpy() for x in pose)
+        pos, quat = (_to_numpy(x[self.render_env_ids]) for x in pose)
         return tuple(self._renderer.render(q, p, r) for q, p, r in zip(qpos, pos, quat, strict=True))
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -560,6 +577,25 @@ def _cloned(x: Any) -> Any:
         return {k: _cloned(v) for k, v in x.items()}
     if isinstance(x, tuple):
         return tuple(_cloned(v) for v in x)
+    return x
+
+
+def _clear(x, mask, value) -> None:
+    """x[mask] = value, in place: masked_fill_ for a tensor (no host sync), a masked write in NumPy."""
+    if isinstance(x, torch.Tensor):
+        x.masked_fill_(mask, value)
+    else:
+        x[mask] = value
+
+
+def _as_tensors(x: Any) -> Any:
+    """NumPy arrays as torch tensors sharing their memory, through tuples and dicts."""
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x)
+    if isinstance(x, dict):
+        return {k: _as_tensors(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return tuple(_as_tensors(v) for v in x)
     return x
 
 

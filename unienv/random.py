@@ -22,6 +22,7 @@ a function of the env's own seed and history alone.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
@@ -43,6 +44,20 @@ def _mix64(z: torch.Tensor) -> torch.Tensor:
     return z ^ _shr(z, 31)
 
 
+def _unsigned(x: int) -> np.uint64:
+    return np.uint64(x & ((1 << 64) - 1))
+
+
+_GOLDEN_U, _MUL1_U, _MUL2_U = _unsigned(_GOLDEN), _unsigned(_MUL1), _unsigned(_MUL2)
+
+
+def _mix64_numpy(z: np.ndarray) -> np.ndarray:
+    """_mix64 on uint64 arrays (whose shifts are logical and whose products wrap)."""
+    z = (z ^ (z >> np.uint64(30))) * _MUL1_U
+    z = (z ^ (z >> np.uint64(27))) * _MUL2_U
+    return z ^ (z >> np.uint64(31))
+
+
 class EnvRandom:
     """Random streams for num_envs envs; `for_envs(ids)` samples rows for those envs."""
 
@@ -59,8 +74,10 @@ class EnvRandom:
         self._keys[ids] = _mix64(ids.to(torch.int64) + int(seed) + _GOLDEN)
         self._counts[ids] = 0
 
-    def for_envs(self, env_ids: torch.Tensor) -> Sampler:
-        """Draws for the envs env_ids, one row each."""
+    def for_envs(self, env_ids: torch.Tensor | np.ndarray) -> Sampler:
+        """Draws for the envs env_ids, one row each: NumPy arrays for NumPy ids (CPU only)."""
+        if isinstance(env_ids, np.ndarray):
+            return NumpySampler(self, env_ids)
         return Sampler(self, env_ids.to(self.device))
 
     def for_mask(self, mask: torch.Tensor) -> Sampler:
@@ -115,3 +132,46 @@ class Sampler:
         """Integers uniform on [low, high)."""
         u = self.uniform(shape)
         return torch.clamp((low + (high - low) * u).floor().to(torch.int64), max=high - 1)
+
+
+class NumpySampler(Sampler):
+    """A Sampler for NumPy ids whose draws are NumPy arrays: the same numbers, from the
+    same streams (uint64 views of the counters), hashed in NumPy."""
+
+    def __init__(self, source: EnvRandom, env_ids: np.ndarray):
+        if source.device.type != "cpu":
+            raise ValueError("NumPy draws need streams on the CPU")
+        self._source, self.env_ids, self._step = source, env_ids, None
+        self.rows = len(env_ids)
+        self._block: np.ndarray | None = None
+        self._used = 0
+
+    def _bits(self, count: int) -> np.ndarray:
+        if self._block is None or self._used + count > self._block.shape[1]:
+            size, ids = max(count, _BLOCK), self.env_ids
+            keys = self._source._keys.numpy().view(np.uint64)[ids]
+            counts = self._source._counts.numpy()  # a view: advanced in place
+            index = counts[ids].view(np.uint64)[:, None] + np.arange(1, size + 1, dtype=np.uint64)
+            self._block, self._used = _mix64_numpy(keys[:, None] + index * _GOLDEN_U), 0
+            counts[ids] += size
+        bits = self._block[:, self._used : self._used + count]
+        self._used += count
+        return bits
+
+    def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=np.float64) -> np.ndarray:
+        n = 1
+        for s in shape:
+            n *= s
+        unit = (self._bits(n) & np.uint64(_LOW53)).astype(np.float64) * (2.0**-53)
+        unit = unit.reshape(self.rows, *shape)
+        return (low + (high - low) * unit).astype(dtype, copy=False)
+
+    def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=np.float64) -> np.ndarray:
+        u = self.uniform((2, *shape))
+        radius = np.sqrt(-2.0 * np.log1p(-u[:, 0]))
+        unit = radius * np.cos(2.0 * np.pi * u[:, 1])
+        return (mean + std * unit).astype(dtype, copy=False)
+
+    def integers(self, shape: tuple[int, ...], low: int, high: int) -> np.ndarray:
+        u = self.uniform(shape)
+        return np.minimum(np.floor(low + (high - low) * u).astype(np.int64), high - 1)

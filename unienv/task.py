@@ -2,8 +2,8 @@
 
 A task is written once for every backend. It names its scene (MJCF), its
 timing (`sim_dt`, `decimation` physics steps per env step, episode length) and
-its single-env spaces, and implements over batched torch tensors, in the
-backend's float dtype (`self.dtype`, set by `Task.setup`):
+its single-env spaces, and implements over batched arrays, in the backend's
+float dtype (`self.dtype`, set by `Task.setup`):
 
     setup(backend)                      resolve ids and cache constants, once
     action_to_ctrl(action)              (N, act_dim) -> (N, nu) actuator inputs
@@ -26,6 +26,13 @@ lives across steps, e.g. a velocity command or the last action: the env keeps
 it, resets its rows with `reset_memory` and replaces it by `remember` after
 each step. A task without memory leaves both hooks alone.
 
+Arrays: a task with `arrays = "any"` (every shipped task) computes in the array
+namespace `self.xp` (`unienv.arrays`): NumPy on the CPU engine, where its calls
+cost a quarter of torch's, and torch on device backends. Its arrays, `rng`'s
+draws, `env_ids` and `self.dtype` are that namespace's; it reads the backend's
+torch views through `self.xp.asarray`. A task with `arrays = "torch"` (the
+default, for tasks written in plain torch) gets torch tensors everywhere.
+
 `rng` is a `unienv.random.Sampler` bound to the envs being reset: what env i
 samples depends only on its own seed and draws. Its rows are those envs, or
 every env when the env resets by mask (device backends); `env_ids` says which.
@@ -40,6 +47,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from unienv.arrays import NUMPY, numpy_dtype, torch_namespace
 from unienv.backends.base import SimBackend
 from unienv.random import Sampler
 
@@ -66,7 +74,10 @@ class Task(abc.ABC):
     root_body: str | None = None
     # the return at which the task counts as solved (Gymnasium's spec field; v5's on the parity tasks)
     reward_threshold: float | None = None
-    dtype: torch.dtype = torch.float64  # the backend's, from setup
+    # "any": written against self.xp, so NumPy on the CPU engine; "torch": torch tensors everywhere
+    arrays: str = "torch"
+    xp: Any = None  # the array namespace, from setup
+    dtype: Any = torch.float64  # the backend's float dtype in the namespace's terms, from setup
     device: torch.device = torch.device("cpu")
 
     @property
@@ -79,13 +90,20 @@ class Task(abc.ABC):
         return round(self.episode_length_s / self.dt)
 
     def setup(self, backend: SimBackend) -> None:
-        """Cache the backend's dtype and device; subclasses resolve their ids after this."""
-        self.dtype = backend.get_capabilities().dtype
+        """Choose the array namespace and cache the backend's dtype and device; subclasses
+        resolve their ids after this."""
+        caps = backend.get_capabilities()
         self.device = backend.device
+        if self.arrays not in ("any", "torch"):
+            raise ValueError(f"{type(self).__name__}.arrays: expected 'any' or 'torch', got {self.arrays!r}")
+        if self.arrays == "any" and not caps.sync_free:  # the CPU engine: host arrays
+            self.xp, self.dtype = NUMPY, numpy_dtype(caps.dtype)
+        else:
+            self.xp, self.dtype = torch_namespace(self.device), caps.dtype
 
-    def tensor(self, x: Any) -> torch.Tensor:
-        """A constant as a tensor in the backend's dtype and on its device (cold path)."""
-        return torch.as_tensor(x, dtype=self.dtype, device=self.device)
+    def array(self, x: Any) -> Any:
+        """A constant as an array of the task's namespace, in the backend's dtype (cold path)."""
+        return self.xp.asarray(x, dtype=self.dtype)
 
     def action_to_ctrl(self, action: torch.Tensor) -> torch.Tensor:
         """Actuator inputs; by default the action itself (motors driven in [-1, 1])."""
@@ -109,7 +127,7 @@ class Task(abc.ABC):
         return memory
 
     @abc.abstractmethod
-    def reset_state(self, env_ids: torch.Tensor, rng: Sampler) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def reset_state(self, env_ids: Any, rng: Sampler) -> tuple[Any, Any]: ...
 
     def reset_memory(self, rng: Sampler) -> Reading:
         return {}

@@ -51,7 +51,7 @@ class ContractTask(Task):
 
     def setup(self, backend):
         super().setup(backend)
-        self.qpos0 = self.tensor(backend.info.qpos0)
+        self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def action_to_ctrl(self, action):

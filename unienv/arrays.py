@@ -1,0 +1,78 @@
+"""The array namespaces tasks compute in: NumPy on the CPU engine, torch on device backends.
+
+A task written against `self.xp` (see `unienv.task`) runs unchanged on both. On the
+CPU engine its math runs in NumPy, whose calls cost a quarter of torch's on the small
+arrays of an env step (0.3 µs against 1.3 µs for an add of 5 numbers), and whose arrays
+share memory with the backend's torch views, so nothing is copied at the border. On
+mjwarp and genesis it runs in torch, on the device, with no host reads.
+
+Both namespaces hold the same vocabulary, the calls whose NumPy and torch forms take
+the same positional arguments (`xp.cos`, `xp.stack(arrays, 1)`, `xp.where`, ...) plus
+the few that differ in name or signature:
+
+    astype(x, dtype)       x in dtype (no copy if it is already)
+    copy(x)                a copy
+    cross(a, b)            cross product along the last axis, broadcast
+    norm(x)                Euclidean norm along the last axis
+    asarray(x, dtype=None) x as an array of this namespace (a torch tensor on the CPU
+                           becomes a NumPy array sharing its memory, and back)
+    zeros(shape, dtype)    on the namespace's device
+
+Methods both kinds share work too: `x.sum(1)`, `x.all(1)`, `x.any(1)`, `x.mean(1)`,
+`x.reshape(...)`, indexing, arithmetic and comparisons. dtypes are the namespace's
+own (`xp.float64`, `xp.bool`); `Task.dtype` is one of them.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+# calls whose NumPy and torch forms take the same positional arguments
+_SHARED = (
+    "abs", "cos", "sin", "exp", "sqrt", "square", "tanh", "arctan2", "minimum", "maximum", "clip",
+    "where", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi",
+    "float32", "float64", "int64", "bool",
+)  # fmt: skip
+
+
+_NEXT, _LAST = [1, 2, 0], [2, 0, 1]  # the cross product's index cycles
+
+
+def _numpy() -> SimpleNamespace:
+    return SimpleNamespace(
+        name="numpy",
+        **{name: getattr(np, name) for name in _SHARED},
+        astype=lambda x, dtype: x.astype(dtype, copy=False),
+        copy=np.copy,
+        cross=lambda a, b: a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT],  # np.cross: 3x slower
+        norm=lambda x: np.sqrt(np.square(x).sum(-1)),
+        asarray=lambda x, dtype=None: np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x, dtype=dtype),
+        zeros=lambda shape, dtype: np.zeros(shape, dtype=dtype),
+    )
+
+
+@functools.cache
+def torch_namespace(device: torch.device) -> SimpleNamespace:
+    """torch's form of the vocabulary, its arrays on `device`."""
+    return SimpleNamespace(
+        name="torch",
+        **{name: getattr(torch, name) for name in _SHARED},
+        astype=lambda x, dtype: x.to(dtype),
+        copy=torch.clone,
+        cross=lambda a, b: torch.linalg.cross(*torch.broadcast_tensors(a, b), dim=-1),
+        norm=lambda x: torch.linalg.vector_norm(x, dim=-1),
+        asarray=lambda x, dtype=None: torch.as_tensor(x, dtype=dtype, device=device),
+        zeros=lambda shape, dtype: torch.zeros(shape, dtype=dtype, device=device),
+    )
+
+
+NUMPY = _numpy()
+
+
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The NumPy dtype of a torch dtype (torch.float64 -> float64)."""
+    return torch.empty(0, dtype=dtype).numpy().dtype
