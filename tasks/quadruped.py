@@ -20,7 +20,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task
 from unienv.tasks.common import rotate_inverse
@@ -31,20 +30,20 @@ TERMS = ("lin_vel", "ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_h
 TERMS += ("action_rate", "feet_air_time")
 
 
-# ---- reward terms: (N,) tensors from batched quantities ----------------------------
+# ---- reward terms: (N,) arrays from batched quantities ----------------------------
 
 
-def tracking(error_sq: torch.Tensor, sigma: float = 0.25) -> torch.Tensor:
-    return torch.exp(error_sq * (-1.0 / sigma))
+def tracking(xp, error_sq, sigma: float = 0.25):
+    return xp.exp(error_sq * (-1.0 / sigma))
 
 
-def feet_air_time(air_time, contact, command_xy, dt, threshold=0.5):
+def feet_air_time(xp, air_time, contact, command_xy, dt, threshold=0.5):
     """Sum over the feet landing now of (their time in the air - threshold), if asked to move.
 
     air_time (N, feet) is the time each foot has been in the air before this step.
     """
     landing = (air_time > 0) & contact
-    return ((air_time + (dt - threshold)) * landing).sum(1) * (command_xy.norm(dim=1) > 0.1)
+    return ((air_time + (dt - threshold)) * landing).sum(1) * (xp.norm(command_xy) > 0.1)
 
 
 class Quadruped(Task):
@@ -57,6 +56,7 @@ class Quadruped(Task):
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (48,), np.float32)
     camera = {"distance": 2.0, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"}
     requires = ("body_views", "contact_forces")
+    arrays = "any"
 
     def __init__(
         self,
@@ -96,14 +96,13 @@ class Quadruped(Task):
             backend.joint_qvel_slice("base").start,
         )
         joints = info.actuator_joint
-        self.q_idx = torch.as_tensor(info.joint_qpos_adr[joints], device=self.device)
-        self.v_idx = torch.as_tensor(info.joint_dof_adr[joints], device=self.device)
+        self.q_idx = self.xp.asarray(info.joint_qpos_adr[joints])
+        self.v_idx = self.xp.asarray(info.joint_dof_adr[joints])
         self.home = self.array(info.keyframes["home"])
         self.default_q = self.home[self.q_idx]
         self.gain = self.array(info.actuator_gain)
-        self.bias = self.array(
-            info.actuator_bias
-        ).T.contiguous()  # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
+        # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
+        self.bias = self.array(np.ascontiguousarray(info.actuator_bias.T))
         self.nv = backend.nv
         self.down = self.array([0.0, 0.0, -1.0])
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
@@ -121,65 +120,68 @@ class Quadruped(Task):
 
     def read(self, backend):
         """Joint state, base height, base-frame velocities and gravity (N, 3, 3), contacts."""
-        views = backend.get_state_views()
-        qpos, qvel, p, v = views["qpos"], views["qvel"], self.root_q, self.root_v
-        world = torch.stack((qvel[:, v : v + 3], self.down.expand(len(qpos), 3)), 1)  # velocity, gravity
-        lin_vel, gravity = rotate_inverse(qpos[:, None, p + 3 : p + 7], world).unbind(1)
-        forces = backend.get_contact_forces(self.base_and_feet)
+        xp, views, p, v = self.xp, backend.get_state_views(), self.root_q, self.root_v
+        qpos, qvel = xp.asarray(views["qpos"]), xp.asarray(views["qvel"])
+        world = xp.stack((qvel[:, v : v + 3], xp.broadcast_to(self.down, (len(qpos), 3))), 1)  # vel, gravity
+        lin_vel_gravity = rotate_inverse(xp, qpos[:, None, p + 3 : p + 7], world)
+        forces = xp.asarray(backend.get_contact_forces(self.base_and_feet))
         q, qd = qpos[:, self.q_idx], qvel[:, self.v_idx]  # gathers: copies
         bias = self.bias
         return {
             "q": q,
             "qd": qd,
-            "torque": self.gain * views["ctrl"] + bias[0] + bias[1] * q + bias[2] * qd,
-            "height": qpos[:, p + 2].clone(),
-            "base": torch.stack((lin_vel, qvel[:, v + 3 : v + 6], gravity), 1),  # lin vel, ang vel, gravity
-            "base_contact": forces[:, 0].norm(dim=1) > 1.0,
+            "torque": self.gain * xp.asarray(views["ctrl"]) + bias[0] + bias[1] * q + bias[2] * qd,
+            "height": xp.copy(qpos[:, p + 2]),
+            # lin vel, ang vel, gravity (N, 3, 3)
+            "base": xp.stack((lin_vel_gravity[:, 0], qvel[:, v + 3 : v + 6], lin_vel_gravity[:, 1]), 1),
+            "base_contact": xp.norm(forces[:, 0]) > 1.0,
             "foot_contact": forces[:, 1:, 2] > 1.0,
         }
 
     def observe(self, s, memory):
-        return torch.cat(
+        return self.xp.concat(
             (
-                s["base"].flatten(1) * self.base_obs_scale,
+                s["base"].reshape(len(s["base"]), 9) * self.base_obs_scale,
                 memory["command"] * self.command_scale,
                 s["q"] - self.default_q,
                 OBS_SCALES["dof_vel"] * s["qd"],
                 memory["last_action"],
             ),
-            dim=1,
+            1,
         )
 
     def reward(self, s, prev, action, memory):
-        command, (lin_vel, ang_vel, gravity) = memory["command"], s["base"].unbind(1)
+        xp, command, base = self.xp, memory["command"], s["base"]
+        lin_vel, ang_vel, gravity = base[:, 0], base[:, 1], base[:, 2]
+        sq = xp.square
         raw = (
-            tracking((command[:, :2] - lin_vel[:, :2]).square().sum(1)),
-            tracking((command[:, 2] - ang_vel[:, 2]).square()),
-            lin_vel[:, 2].square(),
-            ang_vel[:, :2].square().sum(1),
-            gravity[:, :2].square().sum(1),
-            (s["height"] - self.base_height_target).square(),
-            s["torque"].square().sum(1),
-            (action - memory["last_action"]).square().sum(1),
-            feet_air_time(memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
+            tracking(xp, sq(command[:, :2] - lin_vel[:, :2]).sum(1)),
+            tracking(xp, sq(command[:, 2] - ang_vel[:, 2])),
+            sq(lin_vel[:, 2]),
+            sq(ang_vel[:, :2]).sum(1),
+            sq(gravity[:, :2]).sum(1),
+            sq(s["height"] - self.base_height_target),
+            sq(s["torque"]).sum(1),
+            sq(action - memory["last_action"]).sum(1),
+            feet_air_time(xp, memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
         )
-        weighted = torch.stack(raw, 1) * self.weights  # each term times its weight and dt
-        return weighted.sum(1), dict(zip(TERMS, weighted.unbind(1), strict=True))
+        weighted = xp.stack(raw, 1) * self.weights  # each term times its weight and dt
+        return weighted.sum(1), dict(zip(TERMS, weighted.T, strict=True))
 
     def terminated(self, s, memory):
         return s["base_contact"] | (-s["base"][:, 2, 2] < self.cos_max_tilt)
 
     def remember(self, s, action, memory):
         air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]
-        return {"command": memory["command"], "last_action": action.clone(), "air_time": air_time}
+        return {"command": memory["command"], "last_action": self.xp.copy(action), "air_time": air_time}
 
     def reset_state(self, env_ids, rng):
-        qpos = self.home.expand(rng.rows, -1).clone()
+        qpos = self.xp.copy(self.xp.broadcast_to(self.home, (rng.rows, len(self.home))))
         qpos[:, self.q_idx] += rng.uniform((12,), -0.1, 0.1, dtype=self.dtype)
         return qpos, rng.uniform((self.nv,), -0.1, 0.1, dtype=self.dtype)
 
     def reset_memory(self, rng):
-        zeros = torch.zeros(rng.rows, len(FEET) + 12, dtype=self.dtype, device=self.device)
+        zeros = self.xp.zeros((rng.rows, len(FEET) + 12), self.dtype)
         return {
             "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
             "last_action": zeros[:, :12],

@@ -53,42 +53,41 @@ class QuadrupedRough(Quadruped):
     def setup(self, backend):
         super().setup(backend)
         levels, columns = self.ground.spawn_origins(backend.num_envs, self.max_init_level)
-        to = lambda x: torch.as_tensor(x, device=self.device)  # noqa: E731
-        self.curriculum = Curriculum(self.ground, to(levels), to(columns), self.dtype)
+        self.curriculum = Curriculum(self.ground, self.xp.asarray(levels), self.xp.asarray(columns), self.dtype)
         self.base_body = int(backend.find("body", "base")[0])
-        self.scan_offsets = self.array(self.scan_points)
+        # the backend's argument: a torch tensor whatever the task's namespace
+        self.scan_offsets = torch.as_tensor(self.scan_points, device=self.device)
 
     def read(self, backend):
-        s = super().read(backend)
-        p = self.root_q
-        qpos = backend.get_state_views()["qpos"]
-        s["scan"] = backend.get_height_scan(self.base_body, self.scan_offsets)
+        xp, s, p = self.xp, super().read(backend), self.root_q
+        qpos = xp.asarray(backend.get_state_views()["qpos"])
+        s["scan"] = xp.asarray(backend.get_height_scan(self.base_body, self.scan_offsets))
         s["z"] = s["height"]
         s["height"] = s["z"] - s["scan"].mean(1)  # above the ground under the base
-        s["xy"] = qpos[:, p : p + 2].clone()
+        s["xy"] = xp.copy(qpos[:, p : p + 2])
         return s
 
     def observe(self, s, memory):
-        heights = (s["z"][:, None] - 0.5 - s["scan"]).clamp(-1.0, 1.0)
-        return torch.cat((super().observe(s, memory), heights), dim=1)
+        heights = self.xp.clip(s["z"][:, None] - 0.5 - s["scan"], -1.0, 1.0)
+        return self.xp.concat((super().observe(s, memory), heights), 1)
 
     def reward(self, s, prev, action, memory):
         """The quadruped's, floored at 0 (legged_gym's only_positive_rewards): on rough terrain,
         with pushes, the penalties outweigh the tracking terms early in training, and a
         negative step reward teaches the policy to fall at once."""
         total, terms = super().reward(s, prev, action, memory)
-        return total.clamp(min=0.0), terms
+        return self.xp.clip(total, 0.0, None), terms
 
     def on_reset(self, mask, s, memory):
-        walked = (s["xy"] - self.curriculum.origins()[:, :2]).norm(dim=1)
-        commanded = memory["command"][:, :2].norm(dim=1) * self.episode_length_s
+        walked = self.xp.norm(s["xy"] - self.curriculum.origins()[:, :2])
+        commanded = self.xp.norm(memory["command"][:, :2]) * self.episode_length_s
         self.curriculum.update(mask, walked, commanded)
 
     def reset_state(self, env_ids, rng):
         qpos, qvel = super().reset_state(env_ids, rng)
         p = self.root_q
         qpos[:, p : p + 3] += self.curriculum.origins()[env_ids]
-        yaw = rng.uniform((1,), -np.pi, np.pi, dtype=self.dtype)
-        zero = torch.zeros_like(yaw)
-        qpos[:, p + 3 : p + 7] = torch.cat((torch.cos(yaw / 2), zero, zero, torch.sin(yaw / 2)), 1)
+        xp, yaw = self.xp, rng.uniform((1,), -np.pi, np.pi, dtype=self.dtype)
+        zero = xp.zeros_like(yaw)
+        qpos[:, p + 3 : p + 7] = xp.concat((xp.cos(yaw / 2), zero, zero, xp.sin(yaw / 2)), 1)
         return qpos, qvel

@@ -36,7 +36,8 @@ import tempfile
 from collections.abc import Sequence
 
 import numpy as np
-import torch
+
+from unienv.arrays import NUMPY, torch_namespace
 
 from unienv.backends.base import TERRAIN_GROUP
 from unienv.errors import ArgumentError, unknown_name
@@ -222,29 +223,30 @@ class Terrain:
 class Curriculum:
     """Terrain levels per env, moved at reset as legged_gym does: an env that walked farther
     than half a tile from its origin goes up a level, one that walked less than half the
-    distance its command asked for goes down; levels stay in [0, num_levels). Device
-    tensors and masks only (no host read)."""
+    distance its command asked for goes down; levels stay in [0, num_levels). Arrays of
+    the namespace of `levels` (NumPy, or torch on its device), masks only (no host read)."""
 
-    def __init__(self, terrain: Terrain, levels: torch.Tensor, columns: torch.Tensor, dtype: torch.dtype):
+    def __init__(self, terrain: Terrain, levels, columns, dtype):
         c = terrain.config
         self.num_levels, self.tile_size = c.num_levels, c.tile_size
         self.levels, self.columns = levels, columns
+        self.xp = NUMPY if isinstance(levels, np.ndarray) else torch_namespace(levels.device)
         grid = np.stack(np.meshgrid(np.arange(c.num_levels), np.arange(len(c.types)), indexing="ij"), -1)
-        self._origins = torch.as_tensor(terrain.tile_origin(grid[..., 0], grid[..., 1]), dtype=dtype).to(
-            levels.device
-        )  # (levels, columns, 3)
+        origins = terrain.tile_origin(grid[..., 0], grid[..., 1])
+        self._origins = self.xp.asarray(origins, dtype=dtype)  # (levels, columns, 3)
 
-    def origins(self) -> torch.Tensor:
+    def origins(self):
         """(num_envs, 3) the spawn point of each env on its tile."""
         return self._origins[self.levels, self.columns]
 
-    def update(self, mask: torch.Tensor, distance: torch.Tensor, commanded: torch.Tensor) -> None:
+    def update(self, mask, distance, commanded) -> None:
         """Move the envs of `mask` (being reset) by their walked `distance` (m) against the
         `commanded` distance (m) of their episode."""
+        xp = self.xp
         up = distance > self.tile_size / 2
         down = (distance < 0.5 * commanded) & ~up
-        step = up.to(self.levels.dtype) - down.to(self.levels.dtype)
-        self.levels.copy_(torch.where(mask, (self.levels + step).clamp(0, self.num_levels - 1), self.levels))
+        step = xp.astype(up, self.levels.dtype) - xp.astype(down, self.levels.dtype)
+        self.levels[:] = xp.where(mask, xp.clip(self.levels + step, 0, self.num_levels - 1), self.levels)
 
 
 def from_cfg(cfg: dict | None) -> Terrain:

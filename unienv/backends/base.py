@@ -984,7 +984,11 @@ class SimBackend(abc.ABC):
         return ids[order], order
 
     def _checked_object_ids(self, ids: Any, kind: str) -> np.ndarray:
-        count = len(self.names(kind))
+        count = len(self.info.names[kind])
+        if ids.__class__ is np.ndarray and ids.ndim == 1 and ids.dtype == np.int64:  # a task's own ids
+            if ids.size and (ids.min() < 0 or ids.max() >= count):
+                raise ArgumentError(f"{kind}_ids: expected ids in [0, {count}), got {ids.tolist()}")
+            return ids
         arr = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids)
         if arr.ndim == 0:
             arr = arr[None]

@@ -18,8 +18,10 @@ what raw `mujoco.batch` pays: its steps run MuJoCo's steps alone. The first
 derived read after such a step runs `mj_forward` over all envs; and once
 derived quantities are read between two steps, the next step computes them
 inside the same batch call (`mjSTAGE_ACC`), which is cheaper. `set_state_tensor`
-and DR writes run `mj_forward` for the rows they write. mj_forward writes no
-state, so none of this changes a trajectory.
+leaves the rows it writes stale, and the next derived read (contact forces
+included) runs `mj_forward` for those rows alone; a loop that reads none pays
+nothing for them. DR writes run `mj_forward` for the rows they write. mj_forward
+writes no state, so none of this changes a trajectory.
 
 Contact forces are those of the last physics step, as the contract says: the
 `cfrc_ext` that MuJoCo's last substep computed, read without an mj_forward. Where
@@ -162,9 +164,11 @@ class MujocoBackend(SimBackend):
             name: _writable(b.bind(name))
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
+        self._cfrc_ext = b.bind("cfrc_ext")
         self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = False  # derived outputs describe the current state of every env
+        self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
         self._derived_read = False  # a derived quantity was read since the last step
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
@@ -186,17 +190,28 @@ class MujocoBackend(SimBackend):
         stage = _ACC if self._derived_read and not self._wrench_pending else _NONE
         self._batch.step(nstep=nsteps, stage=stage)
         self._fresh, self._derived_read = stage == _ACC, False
+        self._stale[:] = False
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
 
     def _refresh(self) -> None:
-        """mj_forward over all envs if a step left the derived outputs behind the state."""
+        """mj_forward over all envs if a step left the derived outputs behind the state, or
+        over the rows whose state was set since."""
         self._derived_read = True
         if not self._fresh:
             self._batch.forward(stage=_ACC)
             self._fresh = True
+            self._stale[:] = False
+        else:
+            self._refresh_stale()
+
+    def _refresh_stale(self) -> None:
+        """mj_forward for the rows whose state was set since their outputs were computed."""
+        if self._stale.any():
+            self._batch.forward(np.flatnonzero(self._stale), stage=_ACC)
+            self._stale[:] = False
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -216,7 +231,7 @@ class MujocoBackend(SimBackend):
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._qpos[rows] = qpos.detach().numpy()
         self._qvel[rows] = qvel.detach().numpy()
-        self._batch.forward(rows, stage=_ACC)
+        self._stale[rows] = True  # mj_forward at the next derived read
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh()
@@ -232,7 +247,9 @@ class MujocoBackend(SimBackend):
         # a wrench on, which cfrc_ext includes: then those at the state, without it
         if self._pushed:
             self._refresh()
-        return self._out["cfrc_ext"][:, body_ids, 3:].clone()
+        else:
+            self._refresh_stale()  # a reset row's are those at its new state
+        return torch.from_numpy(self._cfrc_ext[:, body_ids, 3:])  # a gather in NumPy: a copy
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         self._refresh()

@@ -125,7 +125,8 @@ class RslRlVecEnv(VecEnv):
             extras[f"Episode_Reward/{name}"] = total[done].float()
         curriculum = getattr(self.unwrapped.task, "curriculum", None)
         if curriculum is not None:  # a terrain task: the levels the ended episodes' envs move to
-            extras["Curriculum/terrain_level"] = curriculum.levels[done].float()
+            levels = torch.as_tensor(curriculum.levels, device=done.device)  # NumPy on the CPU engine
+            extras["Curriculum/terrain_level"] = levels[done].float()
         return extras
 
     def _wrap(self, obs: torch.Tensor) -> TensorDict:
