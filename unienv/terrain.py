@@ -38,7 +38,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from unienv.arrays import NUMPY, torch_namespace
-
 from unienv.backends.base import TERRAIN_GROUP
 from unienv.errors import ArgumentError, unknown_name
 
