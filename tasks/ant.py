@@ -83,7 +83,9 @@ class Ant(Task):
             wrench = backend.get_contact_forces(self.bodies)
         s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
         z = s["qpos"][:, 2]
-        s["healthy"] = healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
+        s["healthy"] = (
+            healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
+        )
         return s
 
     def observe(self, s, memory):

@@ -53,7 +53,9 @@ class QuadrupedRough(Quadruped):
     def setup(self, backend):
         super().setup(backend)
         levels, columns = self.ground.spawn_origins(backend.num_envs, self.max_init_level)
-        self.curriculum = Curriculum(self.ground, self.xp.asarray(levels), self.xp.asarray(columns), self.dtype)
+        self.curriculum = Curriculum(
+            self.ground, self.xp.asarray(levels), self.xp.asarray(columns), self.dtype
+        )
         self.base_body = int(backend.find("body", "base")[0])
         # the backend's argument: a torch tensor whatever the task's namespace
         self.scan_offsets = torch.as_tensor(self.scan_points, device=self.device)

@@ -48,9 +48,13 @@ def _numpy() -> SimpleNamespace:
         **{name: getattr(np, name) for name in _SHARED},
         astype=lambda x, dtype: x.astype(dtype, copy=False),
         copy=np.copy,
-        cross=lambda a, b: a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT],  # np.cross: 3x slower
+        cross=lambda a, b: (
+            a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT]
+        ),  # np.cross: 3x slower
         norm=lambda x: np.sqrt(np.square(x).sum(-1)),
-        asarray=lambda x, dtype=None: np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x, dtype=dtype),
+        asarray=lambda x, dtype=None: np.asarray(
+            x.numpy() if isinstance(x, torch.Tensor) else x, dtype=dtype
+        ),
         zeros=lambda shape, dtype: np.zeros(shape, dtype=dtype),
     )
 

@@ -488,7 +488,11 @@ class UniEnv(VectorEnv):
                 self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
             return torch.clamp(actions, self._act_low, self._act_high), info
         # the CPU engine: host reads are free; one check (False for NaN too) in the usual case
-        a, low, high = actions.numpy() if isinstance(actions, torch.Tensor) else actions, self._low_np, self._high_np
+        a, low, high = (
+            actions.numpy() if isinstance(actions, torch.Tensor) else actions,
+            self._low_np,
+            self._high_np,
+        )
         if ((a >= low) & (a <= high)).all():
             return actions, info
         finite = np.isfinite(a).all(1)

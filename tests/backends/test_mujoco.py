@@ -55,3 +55,60 @@ def test_an_env_that_diverges_again_after_its_reset_is_flagged_again():
         b.step_tensor(ctrl, 2)
         assert b.pop_diverged().tolist() == [False, False, True], blow_up
     b.close()
+
+
+FILTER_ARM = """
+<mujoco>
+  <size nuserdata="2"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>
+    <body name="arm" pos="0.5 0 0.5">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general joint="hinge" dyntype="filter" dynprm="0.05" gainprm="2"/>
+    <motor joint="hinge" gear="1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_a_reset_row_continues_as_after_mj_resetData(tmp_path):
+    """The backend's reset (it zeroes the state fields instead of calling mj_resetData, which
+    clears a sim's whole buffer) leaves nothing behind: activations, warm start, time, ctrl and
+    applied wrenches of the old episode are gone, and the reset rows continue bit for bit as
+    MjData reset by MuJoCo itself; on a model with mocap bodies the backend calls MuJoCo's reset."""
+    path = tmp_path / "filter_arm.xml"
+    path.write_text(FILTER_ARM)
+    mocap = os.path.join(os.path.dirname(__file__), "..", "contract", "mocap.xml")
+    for scene in (str(path), mocap, os.path.join(GYM_ASSETS, "ant.xml")):
+        n, rng = 3, np.random.default_rng(1)
+        backend = create("mujoco", scene, n, 0.005, nthread=1)
+        backend.materialize()
+        model = backend.model
+        body = backend.find("body", backend.names("body")[1])
+        for _ in range(20):  # an episode leaves activations, warm starts, time and a wrench behind
+            wrench = torch.full((n, 1, 3), 5.0, dtype=torch.float64)
+            backend.apply_body_wrench(body, wrench, -wrench)
+            backend.step_tensor(torch.from_numpy(rng.uniform(-1, 1, (n, model.nu))), 2)
+        qpos = model.qpos0 + rng.uniform(-0.05, 0.05, (2, model.nq))
+        qvel = rng.uniform(-0.1, 0.1, (2, model.nv))
+        backend.set_state_tensor(torch.tensor([0, 2]), torch.from_numpy(qpos), torch.from_numpy(qvel))
+        fresh = [mujoco.MjData(model) for _ in range(2)]
+        for data, q, v in zip(fresh, qpos, qvel, strict=True):
+            data.qpos[:], data.qvel[:] = q, v
+        views = backend.get_state_views()
+        for _ in range(30):
+            u = rng.uniform(-1, 1, (n, model.nu))
+            backend.step_tensor(torch.from_numpy(u), 2)
+            for data, row in zip(fresh, (0, 2), strict=True):
+                data.ctrl[:] = u[row]
+                mujoco.mj_step(model, data, nstep=2)
+        for data, row in zip(fresh, (0, 2), strict=True):
+            assert np.array_equal(views["qpos"][row].numpy(), data.qpos), scene
+            assert np.array_equal(views["qvel"][row].numpy(), data.qvel), scene
+            assert views["time"][row].item() == data.time, scene
+        backend.close()
