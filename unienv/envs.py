@@ -362,7 +362,9 @@ class UniEnv(VectorEnv):
             raise ArgumentError("step: call reset() before the first step")
         actions = self._as_actions(actions)
         if self._host_arrays:
-            return _as_tensors(self._step(actions.numpy()))
+            obs, reward, terminated, truncated, info = self._step(actions.numpy())
+            tensor = torch.from_numpy
+            return tensor(obs), tensor(reward), tensor(terminated), tensor(truncated), _as_tensors(info)
         if self._sync_free:
             self._now.fill_(time.perf_counter())  # a value sent to the device, not read back
         if self._graph_wanted:
@@ -592,15 +594,15 @@ def _clear(x, mask, value) -> None:
         x[mask] = value
 
 
-def _as_tensors(x: Any) -> Any:
-    """NumPy arrays as torch tensors sharing their memory, through tuples and dicts."""
-    if isinstance(x, np.ndarray):
+def _as_tensors(info: dict) -> dict:
+    """An info dict's NumPy arrays as torch tensors sharing their memory, through nested dicts."""
+    return {k: _as_tensor(v) for k, v in info.items()}
+
+
+def _as_tensor(x: Any) -> Any:
+    if x.__class__ is np.ndarray:
         return torch.from_numpy(x)
-    if isinstance(x, dict):
-        return {k: _as_tensors(v) for k, v in x.items()}
-    if isinstance(x, tuple):
-        return tuple(_as_tensors(v) for v in x)
-    return x
+    return _as_tensors(x) if isinstance(x, dict) else x
 
 
 def _where_rows(mask: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:

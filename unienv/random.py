@@ -13,11 +13,11 @@ Two ways to pick the envs that draw: `for_envs(ids)` draws rows for those ids
 but advances only the masked envs' streams (static shapes, no host sync, for
 device backends). Env i's draws are the same either way.
 
-A Sampler takes its envs' numbers a block at a time: its first draw hashes the
-next 64 numbers of each stream and moves the streams past them, and later draws
-hand them out in order (another block when they run out). A reset's draws thus
-cost one hash, and each reset of an env uses whole blocks of its stream: still
-a function of the env's own seed and history alone.
+A Sampler takes its envs' numbers a block at a time: its first draw moves each
+stream past the next 64 numbers, and its draws hand those out in order, each
+hashing only the numbers it takes (another block when they run out). Each reset
+of an env uses whole blocks of its stream: still a function of the env's own
+seed and history alone.
 """
 
 from __future__ import annotations
@@ -93,24 +93,25 @@ class Sampler:
         self._source, self.env_ids = source, env_ids
         self._step = None if advance is None else advance.to(torch.int64)  # 1 where a stream moves
         self.rows = len(source._keys) if env_ids is None else len(env_ids)
-        self._block: torch.Tensor | None = None  # (rows, B) numbers hashed ahead
-        self._used = 0
+        self._base: torch.Tensor | None = None  # (rows,) each stream's count at its block's start
+        self._size = self._used = 0
 
     def _bits(self, count: int) -> torch.Tensor:
-        """(rows, count) 64-bit numbers from the envs' current blocks (a new block, which
-        advances the streams past it, when the current one runs out)."""
-        if self._block is None or self._used + count > self._block.shape[1]:
-            src, ids, size = self._source, self.env_ids, max(count, _BLOCK)
-            counts, keys = (src._counts, src._keys) if ids is None else (src._counts[ids], src._keys[ids])
-            index = counts[:, None] + torch.arange(1, size + 1, device=src.device)
-            self._block, self._used = _mix64(keys[:, None] + index * _GOLDEN), 0
-            if ids is not None:
-                src._counts[ids] = counts + size
+        """(rows, count) 64-bit numbers, the next of the envs' current blocks (a new block, which
+        advances the streams past it, when the current one runs out); hashed as drawn."""
+        if self._base is None or self._used + count > self._size:
+            src, ids, self._size, self._used = self._source, self.env_ids, max(count, _BLOCK), 0
+            if ids is None:
+                self._base, self._keys = src._counts.clone(), src._keys
+                src._counts += self._size if self._step is None else self._step * self._size
             else:
-                src._counts += size if self._step is None else self._step * size
-        bits = self._block[:, self._used : self._used + count]
+                self._base, self._keys = src._counts[ids], src._keys[ids]
+                src._counts[ids] = self._base + self._size
+        index = self._base[:, None] + torch.arange(
+            self._used + 1, self._used + count + 1, device=self._base.device
+        )
         self._used += count
-        return bits
+        return _mix64(self._keys[:, None] + index * _GOLDEN)
 
     def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float64) -> torch.Tensor:
         """Uniform on [low, high); low and high broadcast against (n, *shape)."""
@@ -143,20 +144,19 @@ class NumpySampler(Sampler):
             raise ValueError("NumPy draws need streams on the CPU")
         self._source, self.env_ids, self._step = source, env_ids, None
         self.rows = len(env_ids)
-        self._block: np.ndarray | None = None
-        self._used = 0
+        self._base: np.ndarray | None = None
+        self._size = self._used = 0
 
     def _bits(self, count: int) -> np.ndarray:
-        if self._block is None or self._used + count > self._block.shape[1]:
-            size, ids = max(count, _BLOCK), self.env_ids
-            keys = self._source._keys.numpy().view(np.uint64)[ids]
+        if self._base is None or self._used + count > self._size:
+            self._size, self._used, ids = max(count, _BLOCK), 0, self.env_ids
             counts = self._source._counts.numpy()  # a view: advanced in place
-            index = counts[ids].view(np.uint64)[:, None] + np.arange(1, size + 1, dtype=np.uint64)
-            self._block, self._used = _mix64_numpy(keys[:, None] + index * _GOLDEN_U), 0
-            counts[ids] += size
-        bits = self._block[:, self._used : self._used + count]
+            self._keys = self._source._keys.numpy().view(np.uint64)[ids]
+            self._base = counts[ids].view(np.uint64)
+            counts[ids] += self._size
+        index = self._base[:, None] + np.arange(self._used + 1, self._used + count + 1, dtype=np.uint64)
         self._used += count
-        return bits
+        return _mix64_numpy(self._keys[:, None] + index * _GOLDEN_U)
 
     def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=np.float64) -> np.ndarray:
         n = 1

@@ -921,11 +921,12 @@ class SimBackend(abc.ABC):
             raise ArgumentError(f"{name}: expected a torch.Tensor ({n}, {width}), got {type(x).__name__}")
         if x.shape != (n, width):
             raise ArgumentError(f"{name}: expected shape ({n}, {width}), got {tuple(x.shape)}")
-        if not x.dtype.is_floating_point:
-            raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
+        if x.dtype is not self._dtype:
+            if not x.dtype.is_floating_point:
+                raise ArgumentError(f"{name}: expected a float tensor, got {x.dtype}")
+            x = x.to(self._dtype)  # a value beyond the dtype's range becomes inf here, and is refused
         if x.device != self.device:
             raise ArgumentError(f"{name}: expected a tensor on {self.device}, got {x.device}")
-        x = x.to(self._dtype)  # a value beyond the dtype's range becomes inf here, and is refused
         if finite and not self._all_finite(x):
             raise ArgumentError(f"{name}: {self._nonfinite}")
         return x

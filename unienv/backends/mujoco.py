@@ -170,6 +170,7 @@ class MujocoBackend(SimBackend):
         self._fresh = False  # derived outputs describe the current state of every env
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
         self._derived_read = False  # a derived quantity was read since the last step
+        self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
@@ -222,7 +223,7 @@ class MujocoBackend(SimBackend):
         return self._views
 
     def _unstable_counts(self) -> np.ndarray:
-        return self._batch.warning[:, _UNSTABLE, 1].sum(1)  # a view of the batch's counters
+        return self._unstable_warnings.sum(1)
 
     def _pop_diverged(self) -> torch.Tensor:
         counts = self._unstable_counts()
