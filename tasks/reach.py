@@ -74,7 +74,8 @@ class Reach(Task):
     def read(self, backend):
         xp, s = self.xp, read_state(self, backend)
         b = backend.get_body_views(self.link7)
-        s["ee"] = xp.asarray(b.pos[:, 0]) + rotate(xp, xp.asarray(b.quat[:, 0]), self.offset)  # a new array
+        pos, quat = xp.asarray(b.pos)[:, 0], xp.asarray(b.quat)[:, 0]
+        s["ee"] = pos + rotate(xp, quat, self.offset)  # a new array: kept past the next step
         return s
 
     def observe(self, s, memory):
