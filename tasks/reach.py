@@ -20,7 +20,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks.common import read_state, rotate
@@ -38,6 +37,7 @@ class Reach(Task):
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (23,), np.float32)
     camera = {"distance": 2.5, "azimuth": 135.0, "elevation": -25.0, "lookat": (0.3, 0.0, 0.5)}
     requires = ("body_views",)
+    arrays = "any"
 
     def __init__(
         self,
@@ -72,35 +72,36 @@ class Reach(Task):
         return self.ctrl_mid + self.ctrl_half * action
 
     def read(self, backend):
-        s = read_state(backend)
+        xp, s = self.xp, read_state(self, backend)
         b = backend.get_body_views(self.link7)
-        quat = b.quat[:, 0]
-        s["ee"] = b.pos[:, 0] + rotate(quat, self.offset.expand(len(quat), 3))
+        pos, quat = xp.asarray(b.pos)[:, 0], xp.asarray(b.quat)[:, 0]
+        s["ee"] = pos + rotate(xp, quat, self.offset)  # a new array: kept past the next step
         return s
 
     def observe(self, s, memory):
         ee, target = s["ee"], memory["target"]
-        return torch.cat((s["qpos"], s["qvel"], ee, target, target - ee), dim=1)
+        return self.xp.concat((s["qpos"], s["qvel"], ee, target, target - ee), 1)
 
     def reward(self, s, prev, action, memory):
-        distance = (s["ee"] - memory["target"]).norm(dim=1)
+        xp, qvel = self.xp, s["qvel"]
+        distance = xp.norm(s["ee"] - memory["target"])
         terms = {
             "distance": -self.distance_weight * distance,
-            "precision": self.precision_weight * torch.exp(-((distance / self.precision_scale) ** 2)),
-            "joint_speed": -self.joint_speed_weight * s["qvel"].square().sum(1),
+            "precision": self.precision_weight * xp.exp(-((distance / self.precision_scale) ** 2)),
+            "joint_speed": -self.joint_speed_weight * (qvel * qvel).sum(1),
         }
         return total(terms), terms
 
     def terminated(self, s, memory):
-        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
+        return self.xp.zeros(len(s["qpos"]), self.xp.bool)
 
     def reset_state(self, env_ids, rng):
         qpos = self.home + rng.uniform(tuple(self.home.shape), -0.1, 0.1, dtype=self.dtype)
-        return qpos, torch.zeros(rng.rows, self.nv, dtype=self.dtype, device=self.device)
+        return qpos, self.xp.zeros((rng.rows, self.nv), self.dtype)
 
     def reset_memory(self, rng):
         return {"target": rng.uniform((3,), self.target_low, self.target_high, dtype=self.dtype)}
 
     def mocap_pose(self, memory):
         target = memory["target"]
-        return target[:, None], self.upright.expand(len(target), 1, 4)
+        return target[:, None], self.xp.broadcast_to(self.upright, (len(target), 1, 4))

@@ -229,6 +229,12 @@ def test_push_changes_root_velocity_by_the_commanded_amount(make_env):
     assert torch.equal(state(pushed)[1][:, 3:6], state(twin)[1][:, 3:6])  # at the COM: no spin
 
 
+def _obs_noise(env, obs):
+    """obs minus the task's own observation of the same state (which is in the task's
+    array namespace: NumPy on mujoco for an `arrays = "any"` task)."""
+    return obs - torch.as_tensor(env.task.observe(env.task.read(env.backend), {}))
+
+
 def test_obs_noise_has_the_configured_std(make_mujoco_env):
     std, bias = 0.05, 0.1
     env = make_mujoco_env(
@@ -237,7 +243,7 @@ def test_obs_noise_has_the_configured_std(make_mujoco_env):
     noise = []
     for _ in range(30):
         obs, *_ = env.step(torch.zeros(64, 2))
-        noise.append(obs - env.task.observe(env.task.read(env.backend), {}))
+        noise.append(_obs_noise(env, obs))
     noise = torch.stack(noise)  # (steps, envs, 17)
     episode_bias = env.dr_params()["noise"]  # constant within the episode
     fresh = noise - episode_bias
@@ -252,7 +258,7 @@ def test_uniform_obs_noise_on_an_index_range(make_mujoco_env):
         {"noise": {"param": "obs_noise", "range": [-0.2, 0.2], "indices": [9, 17]}}, num_envs=64
     )
     obs, *_ = env.step(torch.zeros(64, 2))
-    noise = obs - env.task.observe(env.task.read(env.backend), {})
+    noise = _obs_noise(env, obs)
     assert torch.equal(noise[:, :9], torch.zeros_like(noise[:, :9]))  # qpos columns untouched
     assert float(noise.abs().max()) <= 0.2
     assert abs(float(noise[:, 9:].std()) / (0.4 / math.sqrt(12)) - 1) < 0.1

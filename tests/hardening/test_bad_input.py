@@ -44,12 +44,16 @@ def env(request):
 
 
 def _tensors(obj, out: dict, prefix: str, seen: set) -> None:
-    """Every tensor reachable from obj through unienv's own objects, dicts and lists (cloned)."""
+    """Every array reachable from obj through unienv's own objects, dicts and lists, copied as a
+    tensor: torch tensors, and NumPy arrays (the env's own arrays are NumPy on the CPU engine when
+    its task computes in NumPy)."""
     if id(obj) in seen:
         return
     seen.add(id(obj))
     if isinstance(obj, torch.Tensor):
         out[prefix] = obj.detach().clone()
+    elif isinstance(obj, np.ndarray):
+        out[prefix] = torch.from_numpy(obj.copy())
     elif isinstance(obj, dict):
         for k, v in obj.items():
             _tensors(v, out, f"{prefix}[{k}]", seen)
@@ -85,6 +89,7 @@ def test_the_snapshot_sees_a_reset_a_step_and_a_dr_write(env):
     after = snapshot(env)
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert {"physics", "env.episode_length", "env.dr._history", "env.dr._head"} <= changed
+    assert {"env._return", "env._reading[qpos]"} <= changed  # NumPy arrays on mujoco for a NumPy task
     assert any(k.endswith(".countdown") for k in changed)
     before = snapshot(env)
     env.reset(seed=11)

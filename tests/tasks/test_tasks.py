@@ -156,8 +156,9 @@ def stand(backend):
         assert (s["height"] > 0.25).all(), s["height"]
         gravity = s["base"][:, 2]  # in the base frame
         assert (-gravity[:, 2] > 0.99).all(), gravity  # within about 8 degrees of level
-        joints = env.backend.get_state_views()["qpos"][:, env.task.q_idx]
-        assert (joints - env.task.default_q).abs().max() < 0.25
+        task = env.task  # its arrays are NumPy on the CPU engine, torch elsewhere
+        joints = task.xp.asarray(env.backend.get_state_views()["qpos"][:, task.q_idx])
+        assert task.xp.abs(joints - task.default_q).max() < 0.25
     finally:
         env.close()
 
@@ -174,16 +175,17 @@ def test_reach_reward_is_maximal_at_target():
     try:
         env.reset()
         task, backend = env.task, env.backend
-        s = task.read(backend)
-        ee = s["ee"]
+        s = task.read(backend)  # in the task's namespace: NumPy on the CPU engine
+        ee = torch.as_tensor(s["ee"])
         assert torch.allclose(ee, backend.get_mj_field("site_xpos")[:, backend.find("site", "ee")[0]])
         qvel = backend.get_state_views()["qvel"]
         assert (qvel == 0).all()  # reset at rest
         offsets = (
             torch.randn(64, 3, dtype=torch.float64) * torch.linspace(0, 0.5, 64, dtype=torch.float64)[:, None]
         )
-        memory = {"target": ee + offsets}
-        reward, _ = task.reward(s, s, torch.zeros(64, 7, dtype=torch.float64), memory)
+        memory = {"target": task.xp.asarray(ee + offsets)}
+        reward, _ = task.reward(s, s, task.xp.zeros((64, 7), task.dtype), memory)
+        reward = torch.as_tensor(reward)
         assert reward[0] == pytest.approx(1.0)
         assert (reward[1:] < reward[0]).all()
         distance = offsets.norm(dim=1)
