@@ -54,6 +54,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from unienv.arrays import NUMPY, torch_namespace
+
 from unienv.backends.dr_rules import DR_TERMS, DRTerm, problems
 from unienv.errors import (
     ArgumentError,
@@ -122,18 +124,22 @@ class BodyViews(NamedTuple):
     ang_vel: torch.Tensor  # (N, B, 3)
 
 
-def mj_body_views(out: Mapping[str, torch.Tensor], root: torch.Tensor, ids: torch.Tensor) -> BodyViews:
-    """BodyViews of bodies `ids` from MuJoCo's xpos, xquat, cvel and subtree_com (N, nbody, ...).
+def mj_body_views(out: Mapping[str, Any], root: Any, ids: Any) -> BodyViews:
+    """BodyViews of bodies `ids` from MuJoCo's xpos, xquat, cvel and subtree_com (N, nbody, ...),
+    as torch tensors; `out`, `root` and `ids` are torch tensors, or NumPy arrays (the gathers
+    then run in NumPy, a quarter of torch's cost per call, and the results are wrapped).
 
     cvel is the spatial velocity [angular, linear] at the subtree COM of each
     body's root (`root`, MuJoCo's body_rootid); the origin's linear velocity is
     v + w x (p - c).
     """
+    xp = NUMPY if isinstance(ids, np.ndarray) else torch_namespace(ids.device)
     pos = out["xpos"][:, ids]
     cvel = out["cvel"][:, ids]
     ang = cvel[..., :3]
-    lin = cvel[..., 3:] + torch.linalg.cross(ang, pos - out["subtree_com"][:, root[ids]], dim=-1)
-    return BodyViews(pos, out["xquat"][:, ids], lin, ang.clone())
+    lin = cvel[..., 3:] + xp.cross(ang, pos - out["subtree_com"][:, root[ids]])
+    views = (pos, out["xquat"][:, ids], lin, xp.copy(ang))
+    return BodyViews(*(map(torch.from_numpy, views) if xp is NUMPY else views))
 
 
 @dataclasses.dataclass(frozen=True)

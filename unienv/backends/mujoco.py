@@ -165,7 +165,8 @@ class MujocoBackend(SimBackend):
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
         self._cfrc_ext = b.bind("cfrc_ext")
-        self._root = torch.from_numpy(m.body_rootid.astype(np.int64))
+        self._out_arrays = {name: b.bind(name) for name in ("xpos", "xquat", "cvel", "subtree_com")}
+        self._root = m.body_rootid.astype(np.int64)
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = False  # derived outputs describe the current state of every env
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
@@ -246,7 +247,7 @@ class MujocoBackend(SimBackend):
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh()
-        return mj_body_views(self._out, self._root, torch.from_numpy(body_ids))
+        return mj_body_views(self._out_arrays, self._root, body_ids)
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
         self._refresh()
