@@ -55,7 +55,6 @@ import numpy as np
 import torch
 
 from unienv.arrays import NUMPY, torch_namespace
-
 from unienv.backends.dr_rules import DR_TERMS, DRTerm, problems
 from unienv.errors import (
     ArgumentError,
