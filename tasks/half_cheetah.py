@@ -11,7 +11,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
@@ -24,6 +23,7 @@ class HalfCheetah(Task):
     sim_dt = 0.01
     decimation = 5
     root_body = "torso"
+    arrays = "any"
     reward_threshold = 4800.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
@@ -47,10 +47,10 @@ class HalfCheetah(Task):
         self.nv = backend.nv
 
     def read(self, backend):
-        return read_state(backend)
+        return read_state(self, backend)
 
     def observe(self, s, memory):
-        return torch.cat((s["qpos"][:, 1:], s["qvel"]), dim=1)
+        return self.xp.concat((s["qpos"][:, 1:], s["qvel"]), 1)
 
     def reward(self, s, prev, action, memory):
         terms = {
@@ -61,7 +61,7 @@ class HalfCheetah(Task):
         return total(terms), terms
 
     def terminated(self, s, memory):
-        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
+        return self.xp.zeros(len(s["qpos"]), self.xp.bool)
 
     def reset_state(self, env_ids, rng):
         return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale, gaussian_qvel=True)

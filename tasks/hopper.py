@@ -8,19 +8,16 @@ torso height z in (0.7, inf), torso angle in (-0.2, 0.2); the episode
 terminates when unhealthy, and is truncated after 1000 steps. Reset: qpos0 and
 zero qvel plus U(-5e-3, 5e-3). Runs on every backend; on mujoco it matches v5
 to float precision.
-observe() records the x that the next reward() differences against (the env
-observes after every step and every reset).
 """
 
 import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import inside, locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy
 
 
 class Hopper(Task):
@@ -29,6 +26,7 @@ class Hopper(Task):
     sim_dt = 0.002
     decimation = 4
     root_body = "torso"
+    arrays = "any"
     reward_threshold = 3800.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (11,), np.float64)
@@ -60,20 +58,21 @@ class Hopper(Task):
         super().setup(backend)
         self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
+        # v5's three health ranges as one per-column range over (z, angle, qpos[3:], qvel): the
+        # state range covers qpos[2:] (the angle first) and qvel, z and the angle have their own
+        (low, high), z, angle = self.healthy_state_range, self.healthy_z_range, self.healthy_angle_range
+        rest = backend.nq - 3 + backend.nv
+        self.healthy_low = self.array([z[0], max(low, angle[0])] + [low] * rest)
+        self.healthy_high = self.array([z[1], min(high, angle[1])] + [high] * rest)
 
     def read(self, backend):
-        s = read_state(backend)
-        q = s["qpos"]
-        state = torch.cat((q[:, 2:], s["qvel"]), dim=1)
-        s["healthy"] = (
-            inside(state, *self.healthy_state_range).all(1)
-            & inside(q[:, 1], *self.healthy_z_range)
-            & inside(q[:, 2], *self.healthy_angle_range)
-        )
+        xp, s = self.xp, read_state(self, backend)
+        z_angle_state = xp.concat((s["qpos"][:, 1:], s["qvel"]), 1)
+        s["healthy"] = ((z_angle_state > self.healthy_low) & (z_angle_state < self.healthy_high)).all(1)
         return s
 
     def observe(self, s, memory):
-        return torch.cat((s["qpos"][:, 1:], s["qvel"].clamp(-10.0, 10.0)), dim=1)
+        return self.xp.concat((s["qpos"][:, 1:], self.xp.clip(s["qvel"], -10.0, 10.0)), 1)
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)

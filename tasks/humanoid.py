@@ -22,11 +22,10 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state
+from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state, unhealthy
 
 
 class Humanoid(Task):
@@ -35,6 +34,7 @@ class Humanoid(Task):
     sim_dt = 0.003
     decimation = 5
     root_body = "torso"
+    arrays = "any"
     single_action_space = gym.spaces.Box(-0.4, 0.4, (17,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (348,), np.float64)
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
@@ -68,37 +68,35 @@ class Humanoid(Task):
         self.nv = backend.nv
 
     def read(self, backend):
-        s = read_state(backend)
+        xp, s = self.xp, read_state(self, backend)
         for name in ("cinert", "cvel", "qfrc_actuator", "cfrc_ext"):
-            s[name] = backend.get_mj_field(name)
+            s[name] = xp.asarray(backend.get_mj_field(name))
         mass = s["cinert"][..., 9:]  # (N, nbody, 1) each env's body masses, randomized ones included
-        com = (mass * backend.get_mj_field("xipos")).sum(1) / mass.sum(1)
+        com = (mass * xp.asarray(backend.get_mj_field("xipos"))).sum(1) / mass.sum(1)
         s["com"] = com[:, :2]  # the whole body's centre of mass (x, y)
+        s["healthy"] = inside(s["qpos"][:, 2], *self.healthy_z_range)
         return s
 
     def observe(self, s, memory):
         n = len(s["qpos"])
         fields = [s[k][:, 1:].reshape(n, -1) for k in ("cinert", "cvel")]
         fields += [s["qfrc_actuator"][:, 6:], s["cfrc_ext"][:, 1:].reshape(n, -1)]
-        return torch.cat([s["qpos"][:, 2:], s["qvel"], *fields], dim=1)
+        return self.xp.concat([s["qpos"][:, 2:], s["qvel"], *fields], 1)
 
     def reward(self, s, prev, action, memory):
-        contact = self.contact_cost_weight * s["cfrc_ext"].square().sum((1, 2))
+        wrench = s["cfrc_ext"]
+        contact = self.contact_cost_weight * (wrench * wrench).sum((1, 2))
         terms = {
             "forward": self.forward_reward_weight
             * forward_velocity(s["com"][:, 0], prev["com"][:, 0], self.dt),
-            "healthy": self.healthy_reward * self.healthy(s).to(self.dtype),
+            "healthy": self.healthy_reward * self.xp.astype(s["healthy"], self.dtype),
             "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
-            "contact": -contact.clamp(max=self.contact_cost_max),
+            "contact": -self.xp.clip(contact, None, self.contact_cost_max),
         }
         return total(terms), terms
 
-    def healthy(self, s):
-        return inside(s["qpos"][:, 2], *self.healthy_z_range)
-
     def terminated(self, s, memory):
-        unhealthy = ~self.healthy(s)
-        return unhealthy if self.terminate_when_unhealthy else torch.zeros_like(unhealthy)
+        return unhealthy(self, s)
 
     def reset_state(self, env_ids, rng):
         return noisy_reset(self.qpos0, self.nv, rng, self.reset_noise_scale)

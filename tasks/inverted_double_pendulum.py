@@ -20,7 +20,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
@@ -33,6 +32,7 @@ class InvertedDoublePendulum(Task):
     sim_dt = 0.01
     decimation = 5
     root_body = "cart"
+    arrays = "any"
     reward_threshold = 9100.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (9,), np.float64)
@@ -53,28 +53,20 @@ class InvertedDoublePendulum(Task):
         self.nv = backend.nv
 
     def read(self, backend):
-        s = read_state(backend)
-        s["constraint"] = backend.get_mj_field("qfrc_constraint")[:, :1]
-        s["tip"] = backend.get_mj_field("site_xpos")[:, self.tip]  # (x, y, z): z is the height
+        xp, s = self.xp, read_state(self, backend)
+        s["constraint"] = xp.asarray(backend.get_mj_field("qfrc_constraint"))[:, :1]
+        s["tip"] = xp.asarray(backend.get_mj_field("site_xpos"))[:, self.tip]  # (x, y, z): z is the height
         return s
 
     def observe(self, s, memory):
-        q = s["qpos"]
-        return torch.cat(
-            (
-                q[:, :1],
-                q[:, 1:].sin(),
-                q[:, 1:].cos(),
-                s["qvel"].clamp(-10.0, 10.0),
-                s["constraint"].clamp(-10.0, 10.0),
-            ),
-            1,
-        )
+        xp, q = self.xp, s["qpos"]
+        speeds, constraint = xp.clip(s["qvel"], -10.0, 10.0), xp.clip(s["constraint"], -10.0, 10.0)
+        return xp.concat((q[:, :1], xp.sin(q[:, 1:]), xp.cos(q[:, 1:]), speeds, constraint), 1)
 
     def reward(self, s, prev, action, memory):
         x, y, w = s["tip"][:, 0], s["tip"][:, 2], s["qvel"]
         terms = {
-            "alive": self.healthy_reward * (y > 1).to(self.dtype),
+            "alive": self.healthy_reward * self.xp.astype(y > 1, self.dtype),
             "distance": -(0.01 * x**2 + (y - 2) ** 2),
             "velocity": -(1e-3 * w[:, 1] ** 2 + 5e-3 * w[:, 2] ** 2),
         }

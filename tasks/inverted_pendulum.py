@@ -12,7 +12,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task
 from unienv.tasks import GYM_ASSETS
@@ -25,6 +24,7 @@ class InvertedPendulum(Task):
     sim_dt = 0.02
     decimation = 2
     root_body = "cart"
+    arrays = "any"
     reward_threshold = 950.0  # v5's
     single_action_space = gym.spaces.Box(-3.0, 3.0, (1,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float64)
@@ -40,15 +40,15 @@ class InvertedPendulum(Task):
         self.nv = backend.nv
 
     def read(self, backend):
-        views = backend.get_state_views()
-        obs = torch.cat((views["qpos"], views["qvel"]), dim=1)  # a copy
-        return {"obs": obs, "fallen": ~torch.isfinite(obs).all(1) | (obs[:, 1].abs() > 0.2)}
+        xp, views = self.xp, backend.get_state_views()
+        obs = xp.concat((xp.asarray(views["qpos"]), xp.asarray(views["qvel"])), 1)  # a copy
+        return {"obs": obs, "fallen": ~xp.isfinite(obs).all(1) | (xp.abs(obs[:, 1]) > 0.2)}
 
     def observe(self, s, memory):
         return s["obs"]
 
     def reward(self, s, prev, action, memory):
-        terms = {"alive": (~s["fallen"]).to(self.dtype)}
+        terms = {"alive": self.xp.astype(~s["fallen"], self.dtype)}
         return terms["alive"], terms
 
     def terminated(self, s, memory):

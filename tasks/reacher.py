@@ -17,7 +17,6 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
@@ -30,6 +29,7 @@ class Reacher(Task):
     sim_dt = 0.01
     decimation = 2
     root_body = "body0"
+    arrays = "any"
     reward_threshold = -3.75  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (10,), np.float64)
@@ -53,32 +53,33 @@ class Reacher(Task):
         self.nv = backend.nv
 
     def read(self, backend):
-        s = read_state(backend)
-        pos = backend.get_body_views(self.bodies).pos
+        xp, s = self.xp, read_state(self, backend)
+        pos = xp.asarray(backend.get_body_views(self.bodies).pos)
         s["to_target"] = pos[:, 0] - pos[:, 1]  # fingertip minus target
         return s
 
     def observe(self, s, memory):
-        theta = s["qpos"][:, :2]
-        return torch.cat(
-            (theta.cos(), theta.sin(), s["qpos"][:, 2:], s["qvel"][:, :2], s["to_target"][:, :2]), dim=1
+        xp, theta = self.xp, s["qpos"][:, :2]
+        return xp.concat(
+            (xp.cos(theta), xp.sin(theta), s["qpos"][:, 2:], s["qvel"][:, :2], s["to_target"][:, :2]), 1
         )
 
     def reward(self, s, prev, action, memory):
         terms = {
-            "dist": -self.reward_dist_weight * s["to_target"].norm(dim=1),
+            "dist": -self.reward_dist_weight * self.xp.norm(s["to_target"]),
             "ctrl": ctrl_cost(action, self.reward_control_weight),
         }
         return total(terms), terms
 
     def terminated(self, s, memory):
-        return torch.zeros(len(s["qpos"]), dtype=torch.bool, device=self.device)
+        return self.xp.zeros(len(s["qpos"]), self.xp.bool)
 
     def reset_state(self, env_ids, rng):
+        xp = self.xp
         qpos = self.qpos0 + rng.uniform(tuple(self.qpos0.shape), -0.1, 0.1, dtype=self.dtype)
-        radius = 0.2 * rng.uniform((1,), dtype=self.dtype).sqrt()
-        angle = rng.uniform((1,), 0.0, 2 * torch.pi, dtype=self.dtype)
-        qpos[:, 2:] = torch.cat((radius * angle.cos(), radius * angle.sin()), dim=1)
+        radius = 0.2 * xp.sqrt(rng.uniform((1,), dtype=self.dtype))
+        angle = rng.uniform((1,), 0.0, 2 * np.pi, dtype=self.dtype)
+        qpos[:, 2:] = xp.concat((radius * xp.cos(angle), radius * xp.sin(angle)), 1)
         qvel = rng.uniform((self.nv,), -0.005, 0.005, dtype=self.dtype)
         qvel[:, 2:] = 0.0
         return qpos, qvel

@@ -13,11 +13,10 @@ import os
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from unienv.task import Task, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import inside, locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy
 
 
 class Walker2d(Task):
@@ -26,6 +25,7 @@ class Walker2d(Task):
     sim_dt = 0.002
     decimation = 4
     root_body = "torso"
+    arrays = "any"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
     single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
@@ -54,15 +54,17 @@ class Walker2d(Task):
         super().setup(backend)
         self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
+        # the healthy ranges of (z, angle), qpos[1:3], as columns
+        self.healthy_low, self.healthy_high = self.array((self.healthy_z_range, self.healthy_angle_range)).T
 
     def read(self, backend):
-        s = read_state(backend)
-        q = s["qpos"]
-        s["healthy"] = inside(q[:, 1], *self.healthy_z_range) & inside(q[:, 2], *self.healthy_angle_range)
+        s = read_state(self, backend)
+        z_angle = s["qpos"][:, 1:3]
+        s["healthy"] = ((z_angle > self.healthy_low) & (z_angle < self.healthy_high)).all(1)
         return s
 
     def observe(self, s, memory):
-        return torch.cat((s["qpos"][:, 1:], s["qvel"].clamp(-10.0, 10.0)), dim=1)
+        return self.xp.concat((s["qpos"][:, 1:], self.xp.clip(s["qvel"], -10.0, 10.0)), 1)
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
