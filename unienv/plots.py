@@ -82,27 +82,34 @@ def sweep_returns(
 
 def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) -> str | None:
     """Mean return and mean episode length (rsl_rl's, of the last 100 episodes) over env steps,
-    from train.py's per-iteration rows (metrics.json's "curve")."""
-    fig = new_figure(path, figsize=(10, 3.8))
+    from train.py's per-iteration rows (metrics.json's "curve"); and, for a terrain task, the mean
+    curriculum level of the envs reset in each iteration."""
+    panels = [
+        ("mean_return", "mean return (last 100 episodes)"),
+        ("mean_episode_length", "mean episode length"),
+    ]
+    if any(TERRAIN_LEVEL in row.get("episode", {}) for row in curve):
+        panels.append((TERRAIN_LEVEL, "terrain level (envs reset)"))
+    fig = new_figure(path, figsize=(5 * len(panels), 3.8))
     if fig is None:
         return None
     from matplotlib.ticker import EngFormatter
 
     steps = [row["env_steps"] for row in curve]
-    returns, lengths = fig.subplots(1, 2)
-    for ax, key, label in (
-        (returns, "mean_return", "mean return"),
-        (lengths, "mean_episode_length", "mean episode length"),
-    ):
-        ax.plot(steps, [_float(row[key]) for row in curve], color="tab:blue")
+    for ax, (key, label) in zip(fig.subplots(1, len(panels)), panels, strict=True):
+        values = [_float(row[key] if key in row else row.get("episode", {}).get(key)) for row in curve]
+        ax.plot(steps, values, color="tab:blue")
         ax.set_xlabel("env steps")
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, 1M
-        ax.set_ylabel(f"{label} (last 100 episodes)")
+        ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
+
+
+TERRAIN_LEVEL = "Curriculum/terrain_level"  # rsl_rl's episode term, from unienv.wrappers.rsl_rl
 
 
 def _float(x: Any) -> float:

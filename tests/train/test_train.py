@@ -112,3 +112,20 @@ def assert_learning_curve(run_dir):
     """train.py draws its curve beside metrics.json: a valid PNG of two panels, not a blank image."""
     figure = imageio.imread(run_dir / "learning_curve.png")
     assert figure.ndim == 3 and figure.shape[1] > 2 * figure.shape[0] > 600 and figure.std() > 10
+
+
+def test_learning_curve_draws_the_terrain_level_of_a_curriculum_run(tmp_path):
+    """A run whose episodes log rsl_rl's Curriculum/terrain_level gets a third panel for it."""
+    from unienv import plots
+
+    rows = [
+        {"env_steps": 100 * i, "mean_return": i, "mean_episode_length": 10 + i, "episode": {}}
+        for i in range(20)
+    ]
+    widths = []
+    for name, level in (("plain", None), ("terrain", lambda i: i / 4)):
+        if level is not None:
+            rows = [{**r, "episode": {plots.TERRAIN_LEVEL: level(i)}} for i, r in enumerate(rows)]
+        path = plots.learning_curve(rows, str(tmp_path / f"{name}.png"), name)
+        widths.append(imageio.imread(path).shape[1])
+    assert widths[1] == widths[0] * 3 // 2  # three panels of the same width as the two
