@@ -65,6 +65,9 @@ class EnvRandom:
         self.device = torch.device(device)
         self._keys = _mix64(torch.arange(num_envs, dtype=torch.int64, device=self.device) + _GOLDEN)
         self._counts = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        if self.device.type == "cpu":  # NumPy views of the same memory, for NumpySampler
+            self._keys_numpy = self._keys.numpy().view(np.uint64)
+            self._counts_numpy = self._counts.numpy().view(np.uint64)
 
     def seed(self, seed: int, env_ids: torch.Tensor | None = None) -> None:
         """Env i's stream restarts from seed + i (for the given envs, or all)."""
@@ -149,11 +152,10 @@ class NumpySampler(Sampler):
 
     def _bits(self, count: int) -> np.ndarray:
         if self._base is None or self._used + count > self._size:
-            self._size, self._used, ids = max(count, _BLOCK), 0, self.env_ids
-            counts = self._source._counts.numpy()  # a view: advanced in place
-            self._keys = self._source._keys.numpy().view(np.uint64)[ids]
-            self._base = counts[ids].view(np.uint64)
-            counts[ids] += self._size
+            src, ids = self._source, self.env_ids
+            self._size, self._used = max(count, _BLOCK), 0
+            self._keys, self._base = src._keys_numpy[ids], src._counts_numpy[ids]
+            src._counts_numpy[ids] = self._base + np.uint64(self._size)
         index = self._base[:, None] + np.arange(self._used + 1, self._used + count + 1, dtype=np.uint64)
         self._used += count
         return _mix64_numpy(self._keys[:, None] + index * _GOLDEN_U)
