@@ -129,3 +129,24 @@ def test_learning_curve_draws_the_terrain_level_of_a_curriculum_run(tmp_path):
         path = plots.learning_curve(rows, str(tmp_path / f"{name}.png"), name)
         widths.append(imageio.imread(path).shape[1])
     assert widths[1] == widths[0] * 3 // 2  # three panels of the same width as the two
+
+
+def test_the_curriculum_preset_trains_quadruped_rough_on_its_cpu_settings(tmp_path):
+    """train=ppo_quadruped_rough composes (the ppo_quadruped runner, quadruped_rough's task and
+    terrain groups, its own overrides) and trains; two tiny iterations here, ten minutes in the README."""
+    out = run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "train.py"),
+            "train=ppo_quadruped_rough",
+            "num_envs=8",
+            "train.iterations=2",
+            "train.runner.num_steps_per_env=8",
+            "train.eval_steps=8",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=tmp_path,
+    )
+    assert "trained quadruped_rough on mujoco x8 envs x1 processes: 128 env steps" in out, out[-2000:]
+    config = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
+    assert "tile_size: 2.0" in config and "scan_resolution: 0.2" in config and "- 0.5" in config
