@@ -14,10 +14,14 @@ sensordata output as of that call. Body views, contact forces, Jacobians and
 Freshness: every derived quantity but contact forces (body views, sensors,
 Jacobians, `get_mj_field`) describes the state the backend holds, as after
 `mj_forward`. A loop that reads only the state views and contact forces pays
-what raw `mujoco.batch` pays: its steps run MuJoCo's steps alone. The first
-derived read after such a step runs `mj_forward` over all envs; and once
-derived quantities are read between two steps, the next step computes them
-inside the same batch call (`mjSTAGE_ACC`), which is cheaper. `set_state_tensor`
+what raw `mujoco.batch` pays: its steps run MuJoCo's steps alone. Each reader
+names the stage it needs: body views and Jacobians the position and velocity
+stages (`mjSTAGE_VEL`), sensors and `get_mj_field` the whole `mj_forward`
+(`mjSTAGE_ACC`). The first derived read after a plain step computes that stage
+over all envs; and once derived quantities are read between two steps, the next
+step computes the highest stage read inside the same batch call, which is
+cheaper: for `mjSTAGE_VEL` free, as the batch's next step continues from it
+(reach and reacher pay no extra physics for their body views). `set_state_tensor`
 leaves the rows it writes stale, and the next derived read (contact forces
 included) runs `mj_forward` for those rows alone; a loop that reads none pays
 nothing for them. DR writes run `mj_forward` for the rows they write. mj_forward
@@ -25,8 +29,8 @@ writes no state, so none of this changes a trajectory.
 
 Contact forces are those of the last physics step, as the contract says: the
 `cfrc_ext` that MuJoCo's last substep computed, read without an mj_forward. Where
-the backend holds current derived quantities anyway (another derived read made
-the step compute them, a state or DR write, or a step with a wrench on, whose
+the backend holds a current `mj_forward` anyway (a sensor or `get_mj_field` read
+made the step compute it, a state or DR write, or a step with a wrench on, whose
 force cfrc_ext would include) they are those at the current state, which differ
 from the last substep's by one substep of motion.
 
@@ -75,6 +79,7 @@ from unienv.backends.dr_rules import RULES, ModelDR
 from unienv.errors import ArgumentError
 
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
+_VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
 _HIDDEN_SENSOR = "_unienv_cfrc"
 # warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc (adjacent codes)
@@ -168,9 +173,9 @@ class MujocoBackend(SimBackend):
         self._out_arrays = {name: b.bind(name) for name in ("xpos", "xquat", "cvel", "subtree_com")}
         self._root = m.body_rootid.astype(np.int64)
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
-        self._fresh = False  # derived outputs describe the current state of every env
+        self._fresh = _NONE  # the stage up to which derived outputs describe every env's state
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
-        self._derived_read = False  # a derived quantity was read since the last step
+        self._wanted = _NONE  # the highest stage read since the last step: the next one computes it
         self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
         self._unstable = self._unstable_counts()
         self._wrench_pending = False
@@ -194,22 +199,22 @@ class MujocoBackend(SimBackend):
         self._ctrl[:] = ctrl.detach().numpy()
         # derived quantities at the new state inside the step, if the caller reads them; not
         # with a wrench on, which cfrc_ext would include (it is cleared below)
-        stage = _ACC if self._derived_read and not self._wrench_pending else _NONE
+        stage = _NONE if self._wrench_pending else self._wanted
         self._batch.step(nstep=nsteps, stage=stage)
-        self._fresh, self._derived_read = stage == _ACC, False
+        self._fresh, self._wanted = stage, _NONE
         self._stale[:] = False
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
 
-    def _refresh(self) -> None:
-        """mj_forward over all envs if a step left the derived outputs behind the state, or
-        over the rows whose state was set since."""
-        self._derived_read = True
-        if not self._fresh:
-            self._batch.forward(stage=_ACC)
-            self._fresh = True
+    def _refresh(self, stage: int = _ACC) -> None:
+        """The forward stages up to `stage` over all envs if a step left them behind the state,
+        or mj_forward over the rows whose state was set since."""
+        self._wanted = max(self._wanted, stage)
+        if self._fresh < stage:
+            self._batch.forward(stage=stage)
+            self._fresh = stage
             self._stale[:] = False
         else:
             self._refresh_stale()
@@ -246,7 +251,7 @@ class MujocoBackend(SimBackend):
         self._stale[rows] = True  # mj_forward at the next derived read
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
-        self._refresh()
+        self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
         return mj_body_views(self._out_arrays, self._root, body_ids)
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
@@ -264,7 +269,7 @@ class MujocoBackend(SimBackend):
         return torch.from_numpy(self._cfrc_ext[:, body_ids, 3:])  # a gather in NumPy: a copy
 
     def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-        self._refresh()
+        self._refresh(_VEL)
         body = int(self.model.site_bodyid[site_id])
         point = self._out["site_xpos"][:, site_id].numpy()
         jacp, jacr = self._batch.jac(body, point)
@@ -280,7 +285,7 @@ class MujocoBackend(SimBackend):
     def _mj_field(self, name: str) -> torch.Tensor:
         if name not in self._mj_bound:  # a newly bound output is filled by the next call
             self._mj_bound[name] = self._batch.bind(name)
-            self._fresh = False
+            self._fresh = _NONE
         self._refresh()
         value = torch.from_numpy(self._mj_bound[name].copy())
         if name == "site_xpos":  # without the hidden sensor's site, which is last
