@@ -1,0 +1,74 @@
+"""The two array namespaces tasks compute in (unienv.arrays) agree, and NumPy draws come from the
+same per-env random streams as torch draws (unienv.random)."""
+
+import numpy as np
+import pytest
+import torch
+
+from unienv.arrays import NUMPY, torch_namespace
+from unienv.random import EnvRandom
+
+TORCH = torch_namespace(torch.device("cpu"))
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(7)
+    return rng.normal(size=(5, 2, 3)), rng.normal(size=(5, 1, 3)), rng.normal(size=(5, 4))
+
+
+CALLS = {
+    "cos": lambda xp, a, b, c: xp.cos(c),
+    "cross (broadcast)": lambda xp, a, b, c: xp.cross(b, a),
+    "norm": lambda xp, a, b, c: xp.norm(a),
+    "stack": lambda xp, a, b, c: xp.stack((c[:, 0], xp.abs(c[:, 1]), xp.square(c[:, 2])), 1),
+    "concat": lambda xp, a, b, c: xp.concat((c, a.reshape(len(a), -1)), 1),
+    "where": lambda xp, a, b, c: xp.where(c > 0, c, 0.0),
+    "clip": lambda xp, a, b, c: xp.clip(c, -0.5, None),
+    "amax": lambda xp, a, b, c: xp.amax(c, 1),
+    "astype": lambda xp, a, b, c: xp.astype(c > 0, xp.float64) * xp.exp(c),
+    "broadcast_to": lambda xp, a, b, c: xp.copy(xp.broadcast_to(b, a.shape)) + a,
+    "arctan2": lambda xp, a, b, c: xp.arctan2(c[:, 0], c[:, 1]),
+}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_numpy_and_torch_forms_compute_the_same(name, arrays):
+    call = CALLS[name]
+    numpy_result = call(NUMPY, *arrays)
+    torch_result = call(TORCH, *(torch.from_numpy(x) for x in arrays))
+    assert isinstance(numpy_result, np.ndarray) and isinstance(torch_result, torch.Tensor)
+    assert numpy_result.dtype == torch_result.numpy().dtype
+    np.testing.assert_allclose(numpy_result, torch_result.numpy(), rtol=1e-13, atol=1e-15)
+
+
+def test_asarray_shares_a_cpu_tensors_memory_and_copy_does_not():
+    t = torch.zeros(3, 2, dtype=torch.float64)
+    view, copy = NUMPY.asarray(t), NUMPY.copy(NUMPY.asarray(t))
+    t[1, 1] = 5.0
+    assert view[1, 1] == 5.0 and copy[1, 1] == 0.0
+    assert NUMPY.asarray([1, 2], dtype=np.float32).dtype == np.float32
+
+
+def test_numpy_draws_are_the_torch_streams():
+    """The same ids drawn in NumPy and in torch: identical uniforms and integers (normals to an
+    ulp, from libm), the same counters after, and other envs' streams untouched."""
+    with_numpy, with_torch = EnvRandom(10), EnvRandom(10)
+    with_numpy.seed(42), with_torch.seed(42)
+    for ids in ([0, 3, 9], [3], [1, 2, 3, 4, 5, 6, 7, 8]):
+        a, b = with_numpy.for_envs(np.array(ids)), with_torch.for_envs(torch.tensor(ids))
+        for shape in ((2,), (70,), (3, 2)):  # 70: past a block of 64, which starts a new one
+            x, y = a.uniform(shape, -1.0, 2.0), b.uniform(shape, -1.0, 2.0)
+            assert isinstance(x, np.ndarray) and np.array_equal(x, y.numpy())
+        assert np.array_equal(a.integers((5,), 2, 9), b.integers((5,), 2, 9).numpy())
+        np.testing.assert_allclose(a.normal((4,)), b.normal((4,)).numpy(), rtol=0, atol=1e-15)
+    assert torch.equal(with_numpy._counts, with_torch._counts)
+
+
+def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
+    alone, together = EnvRandom(6), EnvRandom(6)
+    alone.seed(3), together.seed(3)
+    for _ in range(3):
+        x = alone.for_envs(np.array([4])).uniform((3,))
+        y = together.for_envs(np.array([1, 4, 5])).uniform((3,))
+        assert np.array_equal(x[0], y[1])
