@@ -156,7 +156,6 @@ class UniEnv(VectorEnv):
             "render_modes": ["rgb_array"],
             "render_fps": round(1.0 / task.dt),
         }
-        self._obs_dtype_name = np.dtype(self.single_observation_space.dtype).name
         self._act_dim = int(np.prod(self.single_action_space.shape))
         low, high = self.single_action_space.low.reshape(-1), self.single_action_space.high.reshape(-1)
         self._low_np, self._high_np = low, high
@@ -201,7 +200,7 @@ class UniEnv(VectorEnv):
         self._nonfinite_seen = torch.zeros((), dtype=torch.bool, device=dev)  # sync-free "raise" mode
         self._all_ids = torch.arange(n, device=dev)
         self._none = xp.zeros(n, xp.bool)
-        self._obs_dtype = getattr(xp, self._obs_dtype_name)
+        self._obs_dtype = getattr(xp, np.dtype(self.single_observation_space.dtype).name)
         self._memory: dict[str, Any] = {}
         self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
         self._renderer = None

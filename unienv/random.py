@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from unienv.arrays import NUMPY, torch_namespace
+
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 _MUL1 = -4658895280553007687  # 0xBF58476D1CE4E5B9
 _MUL2 = -7723592293110705685  # 0x94D049BB133111EB
@@ -88,6 +90,10 @@ class EnvRandom:
         return Sampler(self, None, mask)
 
 
+def _or(dtype, default):
+    return default if dtype is None else dtype
+
+
 class Sampler:
     """Draws for a fixed set of envs: each method returns (rows, *shape), a row per env
     in env_ids, or per env (env_ids None) with only the `advance` mask's streams moved."""
@@ -96,84 +102,74 @@ class Sampler:
         self._source, self.env_ids = source, env_ids
         self._step = None if advance is None else advance.to(torch.int64)  # 1 where a stream moves
         self.rows = len(source._keys) if env_ids is None else len(env_ids)
+        self._xp = torch_namespace(source.device)
         self._base: torch.Tensor | None = None  # (rows,) each stream's count at its block's start
         self._size = self._used = 0
 
-    def _bits(self, count: int) -> torch.Tensor:
+    def _bits(self, count: int):
         """(rows, count) 64-bit numbers, the next of the envs' current blocks (a new block, which
         advances the streams past it, when the current one runs out); hashed as drawn."""
         if self._base is None or self._used + count > self._size:
-            src, ids, self._size, self._used = self._source, self.env_ids, max(count, _BLOCK), 0
-            if ids is None:
-                self._base, self._keys = src._counts.clone(), src._keys
-                src._counts += self._size if self._step is None else self._step * self._size
-            else:
-                self._base, self._keys = src._counts[ids], src._keys[ids]
-                src._counts[ids] = self._base + self._size
-        index = self._base[:, None] + torch.arange(
-            self._used + 1, self._used + count + 1, device=self._base.device
-        )
-        self._used += count
+            self._size, self._used = max(count, _BLOCK), 0
+            self._base, self._keys = self._next_block(self._size)
+        first, self._used = self._used + 1, self._used + count
+        return self._hash(first, count)
+
+    def _next_block(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The envs' stream counts and keys, the counts then moved `size` numbers on."""
+        src, ids = self._source, self.env_ids
+        if ids is None:
+            base = src._counts.clone()
+            src._counts += size if self._step is None else self._step * size
+            return base, src._keys
+        base = src._counts[ids]
+        src._counts[ids] = base + size
+        return base, src._keys[ids]
+
+    def _hash(self, first: int, count: int) -> torch.Tensor:
+        """Numbers first .. first + count - 1 of the current blocks."""
+        index = self._base[:, None] + torch.arange(first, first + count, device=self._base.device)
         return _mix64(self._keys[:, None] + index * _GOLDEN)
 
-    def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=torch.float64) -> torch.Tensor:
-        """Uniform on [low, high); low and high broadcast against (n, *shape)."""
-        n = 1
+    def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=None):
+        """Uniform on [low, high); low and high broadcast against (n, *shape); dtype: the
+        namespace's (default float64)."""
+        xp, n = self._xp, 1
         for s in shape:
             n *= s
-        unit = (self._bits(n) & _LOW53).to(torch.float64) * (2.0**-53)
-        unit = unit.reshape(self.rows, *shape)
-        return (low + (high - low) * unit).to(dtype)
+        unit = xp.astype(self._bits(n) & _LOW53, xp.float64) * (2.0**-53)
+        return xp.astype(low + (high - low) * unit.reshape(self.rows, *shape), _or(dtype, xp.float64))
 
-    def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=torch.float64) -> torch.Tensor:
+    def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=None):
         """Gaussian by the Box-Muller transform."""
-        u = self.uniform((2, *shape))
-        radius = torch.sqrt(-2.0 * torch.log1p(-u[:, 0]))
-        unit = radius * torch.cos(2.0 * torch.pi * u[:, 1])
-        return (mean + std * unit).to(dtype)
+        xp, u = self._xp, self.uniform((2, *shape))
+        radius = xp.sqrt(-2.0 * xp.log1p(-u[:, 0]))
+        return xp.astype(mean + std * (radius * xp.cos(2.0 * xp.pi * u[:, 1])), _or(dtype, xp.float64))
 
-    def integers(self, shape: tuple[int, ...], low: int, high: int) -> torch.Tensor:
+    def integers(self, shape: tuple[int, ...], low: int, high: int):
         """Integers uniform on [low, high)."""
-        u = self.uniform(shape)
-        return torch.clamp((low + (high - low) * u).floor().to(torch.int64), max=high - 1)
+        xp, u = self._xp, self.uniform(shape)
+        return xp.clip(xp.astype(xp.floor(low + (high - low) * u), xp.int64), None, high - 1)
 
 
 class NumpySampler(Sampler):
-    """A Sampler for NumPy ids whose draws are NumPy arrays: the same numbers, from the
-    same streams (uint64 views of the counters), hashed in NumPy."""
+    """A Sampler for NumPy ids whose draws are NumPy arrays (dtypes NumPy's): the same
+    numbers, from the same streams (uint64 views of the counters), hashed in NumPy."""
 
     def __init__(self, source: EnvRandom, env_ids: np.ndarray):
         if source.device.type != "cpu":
             raise ValueError("NumPy draws need streams on the CPU")
         self._source, self.env_ids, self._step = source, env_ids, None
-        self.rows = len(env_ids)
+        self.rows, self._xp = len(env_ids), NUMPY
         self._base: np.ndarray | None = None
         self._size = self._used = 0
 
-    def _bits(self, count: int) -> np.ndarray:
-        if self._base is None or self._used + count > self._size:
-            src, ids = self._source, self.env_ids
-            self._size, self._used = max(count, _BLOCK), 0
-            self._keys, self._base = src._keys_numpy[ids], src._counts_numpy[ids]
-            src._counts_numpy[ids] = self._base + np.uint64(self._size)
-        index = self._base[:, None] + np.arange(self._used + 1, self._used + count + 1, dtype=np.uint64)
-        self._used += count
+    def _next_block(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        src, ids = self._source, self.env_ids
+        base = src._counts_numpy[ids]
+        src._counts_numpy[ids] = base + np.uint64(size)
+        return base, src._keys_numpy[ids]
+
+    def _hash(self, first: int, count: int) -> np.ndarray:
+        index = self._base[:, None] + np.arange(first, first + count, dtype=np.uint64)
         return _mix64_numpy(self._keys[:, None] + index * _GOLDEN_U)
-
-    def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=np.float64) -> np.ndarray:
-        n = 1
-        for s in shape:
-            n *= s
-        unit = (self._bits(n) & np.uint64(_LOW53)).astype(np.float64) * (2.0**-53)
-        unit = unit.reshape(self.rows, *shape)
-        return (low + (high - low) * unit).astype(dtype, copy=False)
-
-    def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=np.float64) -> np.ndarray:
-        u = self.uniform((2, *shape))
-        radius = np.sqrt(-2.0 * np.log1p(-u[:, 0]))
-        unit = radius * np.cos(2.0 * np.pi * u[:, 1])
-        return (mean + std * unit).astype(dtype, copy=False)
-
-    def integers(self, shape: tuple[int, ...], low: int, high: int) -> np.ndarray:
-        u = self.uniform(shape)
-        return np.minimum(np.floor(low + (high - low) * u).astype(np.int64), high - 1)
