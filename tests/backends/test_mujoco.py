@@ -1,5 +1,6 @@
 """The mujoco backend adds nothing to MuJoCo's physics: its trajectories are raw mujoco.batch's, bit for bit."""
 
+import copy
 import os
 
 import mujoco
@@ -112,3 +113,73 @@ def test_a_reset_row_continues_as_after_mj_resetData(tmp_path):
             assert np.array_equal(views["qvel"][row].numpy(), data.qvel), scene
             assert views["time"][row].item() == data.time, scene
         backend.close()
+
+
+ROLLING_PIN = """
+<mujoco>
+  <option timestep="0.004"/>
+  <worldbody>
+    <geom type="plane" size="3 3 0.1"/>
+    <body name="pin" pos="0 0 0.25" euler="20 10 0">
+      <freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.04"/>
+      <site name="tip" pos="0.2 0 0" size="0.01"/>
+    </body>
+    <body name="flap" pos="0.6 0 0.3">
+      <joint name="hinge" type="hinge" axis="1 0 0" damping="0.05"/>
+      <geom type="box" size="0.1 0.02 0.15" pos="0 0 -0.15"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge" gear="3"/></actuator>
+  <sensor>
+    <touch name="tip_touch" site="tip"/>
+    <accelerometer name="tip_acc" site="tip"/>
+    <jointpos name="flap_angle" joint="hinge"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def test_sensors_and_contact_forces_are_mujocos_though_early_substeps_skip_sensors(tmp_path):
+    """Substeps no reader sees run without sensors. A pin dropped on a plane, 3 substeps a step:
+    the trajectory stays the scene's own under mj_step; contact forces are the last substep's
+    cfrc_ext (mj_rnePostConstraint after mj_step), but for the first read, before which steps
+    ran without sensors, and after a sensor read, which made the step compute mj_forward at
+    its new state: those are at the state, as are the scene's sensors."""
+    path = tmp_path / "rolling_pin.xml"
+    path.write_text(ROLLING_PIN)
+    model = mujoco.MjModel.from_xml_path(str(path))
+    n, rng = 2, np.random.default_rng(4)
+    backend = create("mujoco", str(path), n, model.opt.timestep, nthread=1)
+    backend.materialize()
+    pin = backend.find("body", "pin")
+    datas = [mujoco.MjData(model) for _ in range(n)]
+    views = backend.get_state_views()
+    for step in range(60):  # the pin lands at about step 15
+        u = rng.uniform(-1, 1, (n, 1))
+        backend.step_tensor(torch.from_numpy(u), 3)
+        for row, data in enumerate(datas):
+            data.ctrl[:] = u[row]
+            mujoco.mj_step(model, data, nstep=3)
+            assert np.array_equal(views["qpos"][row].numpy(), data.qpos), step
+            assert np.array_equal(views["qvel"][row].numpy(), data.qvel), step
+        if step < 10:
+            continue  # contact forces unread so far
+        expected = []
+        for data in datas:
+            if step == 10 or (step - 1) % 7 == 0:  # the first read, or a sensor read before the step
+                data = copy.copy(data)
+                mujoco.mj_forward(model, data)
+            mujoco.mj_rnePostConstraint(model, data)
+            expected.append(data.cfrc_ext[pin[0], 3:])
+        forces = backend.get_contact_forces(pin)[:, 0].numpy()
+        np.testing.assert_allclose(forces, np.stack(expected), rtol=1e-12, atol=1e-12, err_msg=str(step))
+        if step % 7 == 0:  # the scene's sensors, at the state
+            touch, acc = backend.get_sensor_view("tip_touch"), backend.get_sensor_view("tip_acc")
+            for row, data in enumerate(datas):
+                fresh = copy.copy(data)
+                mujoco.mj_forward(model, fresh)
+                np.testing.assert_allclose(touch[row].numpy(), fresh.sensor("tip_touch").data, rtol=1e-12)
+                np.testing.assert_allclose(acc[row].numpy(), fresh.sensor("tip_acc").data, rtol=1e-12)
+    assert float(np.abs(forces).max()) > 1.0  # the pin rests on the plane
+    backend.close()
