@@ -34,7 +34,7 @@ import torch
 # calls whose NumPy and torch forms take the same positional arguments
 _SHARED = (
     "abs", "cos", "sin", "exp", "log1p", "sqrt", "square", "tanh", "floor", "arctan2", "minimum", "maximum", "clip",
-    "where", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi",
+    "where", "take", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi",
     "float32", "float64", "int64", "bool",
 )  # fmt: skip
 

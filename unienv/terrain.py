@@ -164,6 +164,16 @@ class Terrain:
         levels = (envs // len(self.config.types)) % (min(max_init_level, self.config.num_levels - 1) + 1)
         return levels.astype(np.int64), columns.astype(np.int64)
 
+    def hfield_heights(self) -> np.ndarray:
+        """`heights` as the hfield of `write_scene` holds them: MuJoCo stores an hfield's
+        samples as float32 fractions of its height span."""
+        low, span = self._span()
+        return low + span * ((self.heights - low) / span).astype(np.float32)
+
+    def _span(self) -> tuple[float, float]:
+        low, high = float(self.heights.min()), float(self.heights.max())
+        return low, max(high - low, 1e-3)
+
     def write_scene(self, scene: str | os.PathLike, floor: str = "floor") -> str:
         """A copy of the MJCF `scene` whose geom `floor` is this terrain (an hfield), written
         once per (scene, terrain) to a cache directory; returns its path."""
@@ -176,8 +186,7 @@ class Terrain:
                 f"scene: {os.fspath(scene)!r} has no geom named {floor!r} to replace by terrain"
             )
         c, h = self.config, self.heights
-        low, high = float(h.min()), float(h.max())
-        span = max(high - low, 1e-3)
+        low, span = self._span()
         hfield = spec.add_hfield(
             name="terrain",
             nrow=h.shape[0],
@@ -217,6 +226,49 @@ class Terrain:
                 f.write(xml)
             os.replace(tmp, path)
         return path
+
+
+class Surface:
+    """The ground height under world points (x, y), as MuJoCo collides with a terrain's hfield,
+    in an array namespace (NumPy, or torch on a device).
+
+    MuJoCo's hfield is a grid of cells, each split into two triangles along its diagonal
+    from sample (ix, iy) to (ix + 1, iy + 1), so the surface is a plane on each triangle.
+    A lookup finds the triangle and evaluates its plane: a few elementwise calls and three
+    gathers per batch, where a ray cast per point costs the engine about 0.5 µs a ray.
+    Points beyond the terrain's edge take the height of the nearest edge cell's plane
+    (the physics has no ground there). Heights agree with the engine's vertical ray casts
+    (`SimBackend.get_height_scan`) to rounding.
+    """
+
+    def __init__(self, terrain: Terrain, xp, dtype):
+        h = terrain.hfield_heights()
+        h00, h10, h01, h11 = h[:-1, :-1], h[:-1, 1:], h[1:, :-1], h[1:, 1:]  # [iy, ix] cell corners
+        # per triangle t (below the diagonal, where fx >= fy: t = 0; above it: t = 1) of cell
+        # (iy, ix): height = base + along_x fx + along_y fy at fractions (fx, fy) of the cell
+        planes = np.stack(
+            [
+                np.stack([h00, h10 - h00, h11 - h10], -1),
+                np.stack([h00, h11 - h01, h01 - h00], -1),
+            ],
+            -2,
+        ).reshape(-1, 3)  # row (iy * cells_x + ix) * 2 + t
+        self.xp = xp
+        self.base, self.along_x, self.along_y = (
+            xp.asarray(np.ascontiguousarray(p), dtype=dtype) for p in planes.T
+        )
+        self.cells_y, self.cells_x = h00.shape
+        self.inverse_resolution = 1.0 / terrain.config.resolution
+
+    def __call__(self, x, y):
+        """Heights (m) at world points (x, y): arrays of one shape."""
+        xp = self.xp
+        gx, gy = x * self.inverse_resolution, y * self.inverse_resolution  # in samples
+        ix = xp.clip(xp.floor(gx), 0, self.cells_x - 1)
+        iy = xp.clip(xp.floor(gy), 0, self.cells_y - 1)
+        fx, fy = gx - ix, gy - iy
+        row = xp.astype((iy * self.cells_x + ix) * 2 + (fy > fx), xp.int64)
+        return xp.take(self.base, row) + xp.take(self.along_x, row) * fx + xp.take(self.along_y, row) * fy
 
 
 class Curriculum:
@@ -261,6 +313,7 @@ def from_cfg(cfg: dict | None) -> Terrain:
 __all__: Sequence[str] = (
     "TYPES",
     "Curriculum",
+    "Surface",
     "Terrain",
     "TerrainConfig",
     "from_cfg",

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from tests.contract.conftest import AVAILABLE, backend_options, create_backend
+from unienv.arrays import NUMPY, torch_namespace
 from unienv.errors import ArgumentError, CapabilityError, UnknownNameError
-from unienv.terrain import TYPES, Curriculum, Terrain, TerrainConfig, tile_heights, tile_rng
+from unienv.terrain import TYPES, Curriculum, Surface, Terrain, TerrainConfig, tile_heights, tile_rng
 
 # a free box above the floor, which terrain replaces
 SCENE = os.path.join(os.path.dirname(__file__), "mocap.xml")
@@ -124,6 +125,39 @@ def test_scans_agree_across_backends():
     assert "mujoco" in scans and len(scans) >= 1 + ("mjwarp" in AVAILABLE)
     for name, scan in scans.items():
         torch.testing.assert_close(scan, scans["mujoco"], atol=1e-5, rtol=0, msg=name)
+
+
+def test_surface_lookup_equals_the_engines_ray_casts():
+    """Surface evaluates the hfield's triangles as MuJoCo collides with them: at random points
+    of a terrain of its own (steep rough ground, where the two diagonals of a cell differ by
+    centimetres), in NumPy and torch, float64 and float32, it equals mujoco's vertical rays."""
+    config = TerrainConfig(
+        types=("rough", "stairs_down", "obstacles"), num_levels=2, seed=11, difficulty=(0.8, 1.0)
+    )
+    terrain = Terrain(config)
+    rng = np.random.default_rng(5)
+    span_x, span_y = ((n - 1) * config.resolution for n in terrain.heights.shape[::-1])
+    poses = np.stack([rng.uniform(1, span_x - 1, 6), rng.uniform(1, span_y - 1, 6)], 1)
+    offsets = rng.uniform(-0.9, 0.9, (400, 2))
+    backend = create_backend("mujoco", len(poses), scene=terrain.write_scene(SCENE))
+    qpos = torch.as_tensor(backend.info.qpos0).repeat(len(poses), 1)
+    qpos[:, :3] = torch.as_tensor(np.concatenate([poses, np.full((len(poses), 1), 0.5)], 1))
+    backend.set_state_tensor(
+        torch.arange(len(poses)), qpos, torch.zeros(len(poses), backend.nv, dtype=torch.float64)
+    )
+    rays = backend.get_height_scan(backend.find("body", "box")[0], torch.as_tensor(offsets)).numpy()
+    backend.close()
+    x, y = poses[:, :1] + offsets[:, 0], poses[:, 1:] + offsets[:, 1]  # yaw 0: the world axes
+    cpu = torch_namespace(torch.device("cpu"))
+    for xp, dtype, atol in (
+        (NUMPY, np.float64, 1e-6),
+        (cpu, torch.float64, 1e-6),
+        (cpu, torch.float32, 2e-5),
+    ):
+        heights = Surface(terrain, xp, dtype)(xp.asarray(x, dtype=dtype), xp.asarray(y, dtype=dtype))
+        assert heights.dtype == dtype
+        np.testing.assert_allclose(np.asarray(heights, dtype=np.float64), rays, atol=atol, rtol=0)
+    assert np.ptp(rays) > 0.3  # the points span steep, varied ground
 
 
 def test_curriculum_moves_levels_at_reset_only():
