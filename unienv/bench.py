@@ -10,6 +10,10 @@ in rounds (the best round of each counts, which damps a shared machine's noise):
 
   raw        the engine alone: write ctrl, step `decimation` times, read qpos/qvel
   backend    unienv's backend: step_tensor(ctrl, decimation) and its state views
+
+(raw and backend start from the env's first states, after its reset, and hold the
+controls the env writes for the bench's actions: the three simulate the same
+robots in the same places, the env's own envs ending and restarting)
   env        unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
   env eager  the same env with cuda_graph=False, where the backend can replay the
              env step as one CUDA graph (Capabilities.cuda_graph: mjwarp on CUDA);
@@ -46,13 +50,14 @@ from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import TASKS, task_class
 
 
-def raw_mujoco(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
+def raw_mujoco(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
     """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
     from mujoco import batch as mjbatch
 
     model = load_mjmodel(backend.scene, backend.dt)
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
+    qpos[:], qvel[:] = (x.cpu().numpy() for x in start)
     u = u.cpu().numpy()
 
     def step() -> None:
@@ -63,7 +68,7 @@ def raw_mujoco(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     return step
 
 
-def raw_mjwarp(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
+def raw_mjwarp(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
     import mujoco_warp as mjw
     import warp as wp
@@ -76,6 +81,8 @@ def raw_mjwarp(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
         m = mjw.put_model(model)
         d = mjw.make_data(model, nworld=num_envs)
         ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        for view, x in zip((qpos, qvel), start, strict=True):
+            view.copy_(x)
         u = u.to(ctrl.device, ctrl.dtype)
         mjw.step(m, d)  # compile before capturing
         with wp.ScopedCapture() as capture:
@@ -92,7 +99,7 @@ def raw_mjwarp(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
     return step
 
 
-def raw_genesis(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]:
+def raw_genesis(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
     """Genesis alone, built with the backend's own options: write the actuators' controls,
     step `decimation` times, read qpos and qvel."""
     import genesis as gs
@@ -107,6 +114,8 @@ def raw_genesis(backend, decimation: int, u: torch.Tensor) -> Callable[[], None]
     )
     robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
     scene.build(n_envs=backend.num_envs)
+    robot.set_qpos(start[0].to(gs.device, gs.tc_float))
+    robot.set_dofs_velocity(start[1].to(gs.device, gs.tc_float))
     dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
     ctrl = u.to(gs.device, gs.tc_float)
 
@@ -165,23 +174,27 @@ def measure(
     env = make_env()
     graph = env.backend.get_capabilities().cuda_graph  # the env step is replayed as one CUDA graph
     eager = make_env(cuda_graph=False) if graph else None
+    shape = (num_envs, *env.single_action_space.shape)
+    actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
+    env.reset()
+    env_views = env.backend.get_state_views()
+    start = env_views["qpos"].clone(), env_views["qvel"].clone()  # the task's first states
+    env.step(actions)
+    ctrl = env_views["ctrl"].clone()  # the controls the env writes for these actions
+    # raw and backend start from the env's first states and hold the env's controls, so
+    # that the three simulate the same motions and their costs compare (from the model's
+    # qpos0 a robot may fall through empty space, with no contacts to solve)
     the_task = task_class(task)(**task_options)
-    sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device)
+    sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
-    # the same controls from the same initial state (the model's qpos0), so that raw and
-    # backend simulate the same motions and their costs compare
-    generator = torch.Generator().manual_seed(0)
-    ctrl = torch.rand(num_envs, sim.nu, generator=generator, dtype=torch.float64) * 2 - 1
-    ctrl = ctrl.to(sim.device, sim.get_capabilities().dtype)
-    raw = RAW_LOOPS[backend](sim, the_task.decimation, ctrl)
+    sim.set_state_tensor(torch.arange(num_envs, device=sim.device), *start)
+    raw = RAW_LOOPS[backend](sim, the_task.decimation, ctrl, start)
     views = sim.get_state_views()
 
     def backend_step() -> None:
         sim.step_tensor(ctrl, the_task.decimation)
         views["qpos"], views["qvel"]
 
-    shape = (num_envs, *env.single_action_space.shape)
-    actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
     loops = {"raw": raw, "backend": backend_step}
     for name, e in (("env", env), ("env_eager", eager)):
         if e is not None:
