@@ -8,18 +8,22 @@
 For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
 
-  raw        the engine alone: write ctrl, step `decimation` times, read qpos/qvel
-  backend    unienv's backend: step_tensor(ctrl, decimation) and its state views
-
-(raw and backend start from the env's first states, after its reset, and hold the
-controls the env writes for the bench's actions: the three simulate the same
-robots in the same places, the env's own envs ending and restarting)
+  raw        the engine alone: write restarted envs' states and ctrl, step
+             `decimation` times, read qpos/qvel
+  backend    unienv's backend: set_state_tensor of restarted envs,
+             step_tensor(ctrl, decimation) and its state views
   env        unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
   env eager  the same env with cuda_graph=False, where the backend can replay the
              env step as one CUDA graph (Capabilities.cuda_graph: mjwarp on CUDA);
              `env` is then the graph replay, and graph/eager compares the two
 
-and prints, one table per task, env-steps/s, the ratios to raw, and the time the
+Raw and backend replay the env's own transitions (`Replay`: 64 env steps of the
+bench's random actions, recorded before timing): each call writes the states of
+the envs that restarted before that step, as a user's loop writes the states it
+resets, and the controls the env wrote, so that the three loops simulate the same
+motions, envs ending and restarting among them.
+
+It prints, one table per task, env-steps/s, the ratios to raw, and the time the
 backend and the env add to each call (one batched env step) over raw, in µs.
 The raw loops do what a user's own loop would do, and no more (no extra
 synchronisation); the timer waits for queued GPU work once per round. A task the
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import inspect
+import itertools
 import json
 import os
 import time
@@ -42,6 +47,7 @@ from collections.abc import Callable
 
 import torch
 import yaml
+from gymnasium.vector import AutoresetMode
 
 import unienv
 from unienv import backends
@@ -50,25 +56,28 @@ from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import TASKS, task_class
 
 
-def raw_mujoco(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
+def raw_mujoco(backend, decimation: int, replay: Replay) -> Callable[[], None]:
     """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
     from mujoco import batch as mjbatch
 
     model = load_mjmodel(backend.scene, backend.dt)
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
-    qpos[:], qvel[:] = (x.cpu().numpy() for x in start)
-    u = u.cpu().numpy()
+    writes, controls = replay.numpy()
 
     def step() -> None:
-        ctrl[:] = u
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted
+            rows, q, v = writes[i]
+            qpos[rows], qvel[rows] = q, v
+        ctrl[:] = controls[i]
         batch.step(nstep=decimation)
         qpos.copy(), qvel.copy()
 
     return step
 
 
-def raw_mjwarp(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
+def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], None]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
     import mujoco_warp as mjw
     import warp as wp
@@ -81,27 +90,29 @@ def raw_mjwarp(backend, decimation: int, u: torch.Tensor, start: tuple) -> Calla
         m = mjw.put_model(model)
         d = mjw.make_data(model, nworld=num_envs)
         ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
-        for view, x in zip((qpos, qvel), start, strict=True):
-            view.copy_(x)
-        u = u.to(ctrl.device, ctrl.dtype)
         mjw.step(m, d)  # compile before capturing
         with wp.ScopedCapture() as capture:
             for _ in range(decimation):
                 mjw.step(m, d)
-    # launched on torch's stream, so the ctrl write and the qpos/qvel reads are ordered with it
+    # launched on torch's stream, so the writes and the qpos/qvel reads are ordered with it
     stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
+    writes, controls = replay.on(qpos.device, qpos.dtype)
 
     def step() -> None:
-        ctrl.copy_(u)
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted
+            rows, q, v = writes[i]
+            qpos[rows], qvel[rows] = q, v
+        ctrl.copy_(controls[i])
         wp.capture_launch(capture.graph, stream=stream)
         qpos.clone(), qvel.clone()
 
     return step
 
 
-def raw_genesis(backend, decimation: int, u: torch.Tensor, start: tuple) -> Callable[[], None]:
-    """Genesis alone, built with the backend's own options: write the actuators' controls,
-    step `decimation` times, read qpos and qvel."""
+def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], None]:
+    """Genesis alone, built with the backend's own options: write the restarted envs' states
+    and the actuators' controls, step `decimation` times, read qpos and qvel."""
     import genesis as gs
 
     scene = gs.Scene(
@@ -114,19 +125,64 @@ def raw_genesis(backend, decimation: int, u: torch.Tensor, start: tuple) -> Call
     )
     robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
     scene.build(n_envs=backend.num_envs)
-    robot.set_qpos(start[0].to(gs.device, gs.tc_float))
-    robot.set_dofs_velocity(start[1].to(gs.device, gs.tc_float))
     dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
-    ctrl = u.to(gs.device, gs.tc_float)
+    writes, controls = replay.on(gs.device, gs.tc_float)
 
     def step() -> None:
-        robot.control_dofs_position(ctrl, dofs)
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted
+            rows, q, v = writes[i]
+            robot.set_qpos(q, envs_idx=rows, zero_velocity=False)
+            robot.set_dofs_velocity(v, envs_idx=rows)
+        robot.control_dofs_position(controls[i], dofs)
         for _ in range(decimation):
             scene.step(update_visualizer=False)
         robot.get_qpos(), robot.get_dofs_velocity()
 
     return step
 
+
+class Replay:
+    """The env's own transitions, which the raw and backend loops replay in turn.
+
+    Recorded from `steps` env steps of the bench's actions (same-step autoreset): the
+    controls each step wrote and, before it, the states of the envs that had restarted
+    (all envs before the first). A loop that writes those states and controls simulates
+    the env's motions, envs ending and restarting among them, so the physics costs of
+    the loops compare; held controls from one pose would not (a robot standing still, or
+    falling through empty space beside a terrain, costs far less than walking and falling)."""
+
+    def __init__(self, env, actions: torch.Tensor, steps: int):
+        if env.autoreset_mode != AutoresetMode.SAME_STEP:
+            raise ArgumentError(f"Replay: expected an env with same-step autoreset, got {env.autoreset_mode}")
+        views = env.backend.get_state_views()
+        rows = torch.arange(env.num_envs, device=env.device)
+        self.writes, self.controls = [], []
+        for _ in range(steps):
+            self.writes.append(
+                (rows, views["qpos"][rows].clone(), views["qvel"][rows].clone()) if len(rows) else None
+            )
+            _, _, terminated, truncated, _ = env.step(actions)
+            self.controls.append(views["ctrl"].clone())
+            rows = torch.nonzero(terminated | truncated).flatten()  # restarted, at the next step
+        self._order = itertools.cycle(range(steps))
+
+    def next(self) -> int:
+        """The index of the transition to replay next."""
+        return next(self._order)
+
+    def on(self, device, dtype) -> tuple[list, list]:
+        """Per step, the write (env ids, qpos, qvel) or None, and the controls, on device."""
+        writes = [w and (w[0].to(device), *(x.to(device, dtype) for x in w[1:])) for w in self.writes]
+        return writes, [u.to(device, dtype) for u in self.controls]
+
+    def numpy(self) -> tuple[list, list]:
+        """`on` as NumPy arrays (float64), for the CPU engine."""
+        writes, controls = self.on("cpu", torch.float64)
+        return [w and tuple(x.numpy() for x in w) for w in writes], [u.numpy() for u in controls]
+
+
+REPLAY_STEPS = 64  # env steps recorded for the raw and backend loops to replay
 
 RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {
     "mujoco": raw_mujoco,
@@ -177,22 +233,19 @@ def measure(
     shape = (num_envs, *env.single_action_space.shape)
     actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
     env.reset()
-    env_views = env.backend.get_state_views()
-    start = env_views["qpos"].clone(), env_views["qvel"].clone()  # the task's first states
-    env.step(actions)
-    ctrl = env_views["ctrl"].clone()  # the controls the env writes for these actions
-    # raw and backend start from the env's first states and hold the env's controls, so
-    # that the three simulate the same motions and their costs compare (from the model's
-    # qpos0 a robot may fall through empty space, with no contacts to solve)
+    replay = Replay(env, actions, REPLAY_STEPS)
     the_task = task_class(task)(**task_options)
     sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
-    sim.set_state_tensor(torch.arange(num_envs, device=sim.device), *start)
-    raw = RAW_LOOPS[backend](sim, the_task.decimation, ctrl, start)
+    raw = RAW_LOOPS[backend](sim, the_task.decimation, replay)
+    writes, controls = replay.on(sim.device, sim.get_capabilities().dtype)
     views = sim.get_state_views()
 
     def backend_step() -> None:
-        sim.step_tensor(ctrl, the_task.decimation)
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted
+            sim.set_state_tensor(*writes[i])
+        sim.step_tensor(controls[i], the_task.decimation)
         views["qpos"], views["qvel"]
 
     loops = {"raw": raw, "backend": backend_step}
