@@ -3,18 +3,19 @@ with a height scan in its observation and a terrain curriculum, as legged_gym tr
 
 Scene: assets/quadruped.xml with its floor replaced by a `unienv.terrain` heightmap
 (`terrain`: a mapping of `TerrainConfig` fields, as the Hydra group cfg/terrain/
-gives; default: every type, 10 levels). Each env spawns at the
-centre of its tile (columns in turn by env index, levels up to `max_init_level`),
-facing a random yaw. Action, command, reward terms and termination: the
-quadruped's, with the base height measured from the ground under the base (the
-mean of the scan), and the step reward floored at 0. Observation (48 + P): the quadruped's 48, then the height scan:
-the terrain under a grid of P points around the base in its yaw frame (`scan_size`
-m every `scan_resolution` m; 17 x 11 = 187 by default), as clip(base z - 0.5 - h,
--1, 1). The scan looks the heights up on the terrain's surface (`unienv.terrain.Surface`,
-equal to the engine's ray casts to rounding, at a fraction of their cost). Curriculum (`unienv.terrain.Curriculum`), at each reset: an env that walked
-more than half a tile from its spawn point moves up a level, one that walked less
-than half what its command asked for over an episode moves down. Needs body views
-and contact forces.
+gives; default: every type, 10 levels). Each env spawns at the centre of its tile
+(columns in turn by env index, levels up to `max_init_level`), facing a random yaw.
+Action, command, reward terms and termination: the quadruped's, with the base
+height measured from the ground under the base (the mean of the scan), and the
+step reward floored at 0. Observation (48 + P): the quadruped's 48, then the height
+scan: the terrain under a grid of P points around the base in its yaw frame
+(`scan_size` m every `scan_resolution` m; 17 x 11 = 187 by default), as
+clip(base z - 0.5 - h, -1, 1). The scan looks the heights up on the terrain's
+surface (`unienv.terrain.Surface`: the engine's ray casts to rounding, at a fraction
+of their cost). Curriculum (`unienv.terrain.Curriculum`), at each reset: an env that
+walked more than half a tile from its spawn point moves up a level, one that walked
+less than half what its command asked for over an episode moves down. Needs body
+views and contact forces.
 """
 
 import dataclasses
@@ -63,9 +64,8 @@ class QuadrupedRough(Quadruped):
         qpos = xp.asarray(backend.get_state_views()["qpos"])
         w, z = qpos[:, p + 3, None], qpos[:, p + 6, None]
         x, y = qpos[:, p + 4, None], qpos[:, p + 5, None]
-        heading_x, heading_y = 1 - 2 * (y * y + z * z), 2 * (w * z + x * y)  # the body x axis in the world
-        scale = 1 / xp.sqrt(heading_x * heading_x + heading_y * heading_y)
-        cos, sin = heading_x * scale, heading_y * scale  # of the yaw
+        yaw = xp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))  # of the body's x axis
+        cos, sin = xp.cos(yaw), xp.sin(yaw)
         along, across = self.scan_along, self.scan_across
         s["scan"] = self.surface(
             qpos[:, p, None] + cos * along - sin * across, qpos[:, p + 1, None] + sin * along + cos * across
