@@ -23,8 +23,9 @@ Types (heights in metres at tile-local coordinates u, v in [0, tile_size)):
 Every tile but rough keeps a flat platform of half-width `platform` at its centre,
 where its envs spawn (`spawn_origins`). `write_scene` puts the heightmap into a
 scene's MJCF in place of its floor plane, as an hfield geom; an engine without
-hfields refuses such a scene at construction. `Curriculum` moves envs between
-levels at reset as legged_gym does.
+hfields refuses such a scene at construction. `Surface` looks the ground height up
+under any points, as MuJoCo collides with the hfield, in NumPy or torch. `Curriculum`
+moves envs between levels at reset as legged_gym does.
 """
 
 from __future__ import annotations
