@@ -234,7 +234,7 @@ def measure(
     actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
     env.reset()
     replay = Replay(env, actions, REPLAY_STEPS)
-    the_task = task_class(task)(**task_options)
+    the_task = env.task  # its scene: a terrain task writes its own
     sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
     raw = RAW_LOOPS[backend](sim, the_task.decimation, replay)

@@ -188,16 +188,12 @@ class MujocoBackend(SimBackend):
         self._pushed = False  # the last step ran with a wrench on
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
         # mj_resetData clears a sim's whole buffer (0.8 MB for cartpole: 12 µs a row); for models
-        # whose state row is only these fields, one write of the row, zeros but qpos and qvel, is
-        # the same reset (the row holds its fields in mjtState order: time, qpos, qvel, ...)
+        # whose state row holds only these fields, zeroing the row and writing qpos and qvel is
+        # the same reset
         plain = m.neq == 0 and m.nmocap == 0 and m.npluginstate == 0 and m.nhistory == 0 and m.nflex == 0
         fields = ("time", "qpos", "qvel", "act", "qacc_warmstart", "ctrl", "qfrc_applied", "xfrc_applied")
         fields += ("userdata",)
         self._reset_by_row = plain and sum(b.bind(f)[0].size for f in fields) == b.nstate
-        self._state_qpos = slice(1, 1 + m.nq)
-        self._state_qvel = slice(1 + m.nq, 1 + m.nq + m.nv)
-        if not np.shares_memory(b.state[:, self._state_qvel], self._qvel):
-            raise RuntimeError("mujoco.batch: the state row's layout is not mjtState order")
         # substeps run without sensors where no reader sees them, unless sensors keep a history
         self._disableflags = b.expand("opt.disableflags") if m.nhistory == 0 and m.npluginstate == 0 else None
         self._contacts_read = False  # from the first contact-force read on, steps compute cfrc_ext
@@ -268,17 +264,12 @@ class MujocoBackend(SimBackend):
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         rows, b = ids.numpy(), self._batch
         if self._reset_by_row:
-            state = np.zeros((len(rows), b.nstate))
-            state[:, self._state_qpos], state[:, self._state_qvel] = (
-                qpos.detach().numpy(),
-                qvel.detach().numpy(),
-            )
-            b.state[rows] = state
+            b.state[rows] = 0.0
             b.warning[rows] = 0  # as mj_resetData does
         else:
             b.reset(rows, stage=_NONE)
-            self._qpos[rows] = qpos.detach().numpy()
-            self._qvel[rows] = qvel.detach().numpy()
+        self._qpos[rows] = qpos.detach().numpy()
+        self._qvel[rows] = qvel.detach().numpy()
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._stale[rows] = True  # mj_forward at the next derived read
 
