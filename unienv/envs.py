@@ -188,6 +188,7 @@ class UniEnv(VectorEnv):
         # tensors where the task computes in NumPy (the CPU engine), torch tensors otherwise
         xp = self._xp = task.xp
         self._host_arrays = xp.name == "numpy"
+        self._np_dtype = task.dtype if self._host_arrays else None
         self._array = (lambda t: t.numpy()) if self._host_arrays else (lambda t: t)
         self._tensor = torch.from_numpy if self._host_arrays else (lambda a: a)
         # steps into each env's current episode; writable, e.g. for random episode starts
@@ -361,7 +362,7 @@ class UniEnv(VectorEnv):
             raise ArgumentError("step: call reset() before the first step")
         actions = self._as_actions(actions)
         if self._host_arrays:
-            obs, reward, terminated, truncated, info = self._step(actions.numpy())
+            obs, reward, terminated, truncated, info = self._step(actions)
             tensor = torch.from_numpy
             return tensor(obs), tensor(reward), tensor(terminated), tensor(truncated), _as_tensors(info)
         if self._sync_free:
@@ -458,9 +459,16 @@ class UniEnv(VectorEnv):
             return None
         return graph
 
-    def _as_actions(self, actions) -> torch.Tensor:
-        """actions as a tensor (num_envs, act_dim) in the backend's dtype and on its device."""
+    def _as_actions(self, actions) -> torch.Tensor | np.ndarray:
+        """actions as a tensor (num_envs, act_dim) in the backend's dtype and on its device; a
+        NumPy array where the task computes in NumPy (converted there: no torch allocation)."""
+        if isinstance(actions, torch.Tensor) and self._host_arrays:
+            actions = actions.detach().cpu().numpy()
         if isinstance(actions, np.ndarray):
+            if self._host_arrays and actions.shape == (self.num_envs, self._act_dim):
+                if actions.dtype.kind != "f":
+                    raise ArgumentError(f"actions: expected a float array, got {actions.dtype}")
+                return actions.astype(self._np_dtype, copy=False)
             actions = torch.from_numpy(actions)
         if not isinstance(actions, torch.Tensor):
             raise ArgumentError(
@@ -489,11 +497,7 @@ class UniEnv(VectorEnv):
                 self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
             return torch.clamp(actions, self._act_low, self._act_high), info
         # the CPU engine: host reads are free; one check (False for NaN too) in the usual case
-        a, low, high = (
-            actions.numpy() if isinstance(actions, torch.Tensor) else actions,
-            self._low_np,
-            self._high_np,
-        )
+        a, low, high = actions, self._low_np, self._high_np
         if ((a >= low) & (a <= high)).all():
             return actions, info
         finite = np.isfinite(a).all(1)

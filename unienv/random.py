@@ -51,13 +51,14 @@ def _unsigned(x: int) -> np.uint64:
 
 
 _GOLDEN_U, _MUL1_U, _MUL2_U = _unsigned(_GOLDEN), _unsigned(_MUL1), _unsigned(_MUL2)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
 def _mix64_numpy(z: np.ndarray) -> np.ndarray:
     """_mix64 on uint64 arrays (whose shifts are logical and whose products wrap)."""
-    z = (z ^ (z >> np.uint64(30))) * _MUL1_U
-    z = (z ^ (z >> np.uint64(27))) * _MUL2_U
-    return z ^ (z >> np.uint64(31))
+    z = (z ^ (z >> _S30)) * _MUL1_U
+    z = (z ^ (z >> _S27)) * _MUL2_U
+    return z ^ (z >> _S31)
 
 
 class EnvRandom:
@@ -103,33 +104,38 @@ class Sampler:
         self._step = None if advance is None else advance.to(torch.int64)  # 1 where a stream moves
         self.rows = len(source._keys) if env_ids is None else len(env_ids)
         self._xp = torch_namespace(source.device)
-        self._base: torch.Tensor | None = None  # (rows,) each stream's count at its block's start
+        self._start: torch.Tensor | None = None  # (rows,) each stream's hash input at its block's start
         self._size = self._used = 0
 
     def _bits(self, count: int):
         """(rows, count) 64-bit numbers, the next of the envs' current blocks (a new block, which
         advances the streams past it, when the current one runs out); hashed as drawn."""
-        if self._base is None or self._used + count > self._size:
+        if self._start is None or self._used + count > self._size:
             self._size, self._used = max(count, _BLOCK), 0
-            self._base, self._keys = self._next_block(self._size)
-        first, self._used = self._used + 1, self._used + count
+            self._start = self._next_block(self._size)
+        first, self._used = self._used, self._used + count
         return self._hash(first, count)
 
-    def _next_block(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The envs' stream counts and keys, the counts then moved `size` numbers on."""
+    def _next_block(self, size: int) -> torch.Tensor:
+        """Each env's hash input before its block's first number, key + count * golden gamma;
+        the streams then move `size` numbers on."""
         src, ids = self._source, self.env_ids
         if ids is None:
-            base = src._counts.clone()
+            base = src._counts * _GOLDEN + src._keys
             src._counts += size if self._step is None else self._step * size
-            return base, src._keys
-        base = src._counts[ids]
-        src._counts[ids] = base + size
-        return base, src._keys[ids]
+            return base
+        counts = src._counts[ids]
+        src._counts[ids] = counts + size
+        return counts * _GOLDEN + src._keys[ids]
 
     def _hash(self, first: int, count: int) -> torch.Tensor:
-        """Numbers first .. first + count - 1 of the current blocks."""
-        index = self._base[:, None] + torch.arange(first, first + count, device=self._base.device)
-        return _mix64(self._keys[:, None] + index * _GOLDEN)
+        """Numbers first + 1 .. first + count of the current blocks."""
+        steps = torch.arange(first + 1, first + count + 1, device=self._start.device) * _GOLDEN
+        return _mix64(self._start[:, None] + steps)
+
+    def _unit(self, count: int):
+        """(rows, count) uniforms on [0, 1): the low 53 bits of the next numbers, over 2**53."""
+        return self._xp.astype(self._bits(count) & _LOW53, self._xp.float64) * (2.0**-53)
 
     def uniform(self, shape: tuple[int, ...], low=0.0, high=1.0, dtype=None):
         """Uniform on [low, high); low and high broadcast against (n, *shape); dtype: the
@@ -137,8 +143,8 @@ class Sampler:
         xp, n = self._xp, 1
         for s in shape:
             n *= s
-        unit = xp.astype(self._bits(n) & _LOW53, xp.float64) * (2.0**-53)
-        return xp.astype(low + (high - low) * unit.reshape(self.rows, *shape), _or(dtype, xp.float64))
+        unit = self._unit(n).reshape(self.rows, *shape)
+        return xp.astype(low + (high - low) * unit, _or(dtype, xp.float64))
 
     def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=None):
         """Gaussian by the Box-Muller transform."""
@@ -161,15 +167,25 @@ class NumpySampler(Sampler):
             raise ValueError("NumPy draws need streams on the CPU")
         self._source, self.env_ids, self._step = source, env_ids, None
         self.rows, self._xp = len(env_ids), NUMPY
-        self._base: np.ndarray | None = None
+        self._start: np.ndarray | None = None
         self._size = self._used = 0
 
-    def _next_block(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+    def _next_block(self, size: int) -> np.ndarray:
         src, ids = self._source, self.env_ids
-        base = src._counts_numpy[ids]
-        src._counts_numpy[ids] = base + np.uint64(size)
-        return base, src._keys_numpy[ids]
+        counts = src._counts_numpy[ids]
+        src._counts_numpy[ids] = counts + np.uint64(size)
+        return counts * _GOLDEN_U + src._keys_numpy[ids]
 
     def _hash(self, first: int, count: int) -> np.ndarray:
-        index = self._base[:, None] + np.arange(first, first + count, dtype=np.uint64)
-        return _mix64_numpy(self._keys[:, None] + index * _GOLDEN_U)
+        if first + count > len(_GOLDEN_STEPS):
+            steps = np.arange(first + 1, first + count + 1, dtype=np.uint64) * _GOLDEN_U
+        else:
+            steps = _GOLDEN_STEPS[first : first + count]
+        return _mix64_numpy(self._start[:, None] + steps)
+
+    def _unit(self, count: int) -> np.ndarray:
+        return (self._bits(count) & _LOW53_U) * (2.0**-53)  # uint64 times a float: float64
+
+
+_LOW53_U = np.uint64(_LOW53)
+_GOLDEN_STEPS = np.arange(1, _BLOCK + 1, dtype=np.uint64) * _GOLDEN_U  # a block's numbers' offsets

@@ -131,6 +131,9 @@ def _cases(env):
         "step int actions": lambda: env.step(torch.zeros(N, 3, dtype=torch.int64)),
         "step a list": lambda: env.step([[0.0] * 3] * N),
         "step complex": lambda: env.step(torch.zeros(N, 3, dtype=torch.complex64)),
+        "step int NumPy actions": lambda: env.step(np.zeros((N, 3), np.int64)),
+        "step bool NumPy actions": lambda: env.step(np.ones((N, 3), bool)),
+        "step wrong-shape NumPy actions": lambda: env.step(np.zeros((N, 3, 1))),
         # backend setters
         "set_state complex env_ids": lambda: b.set_state_tensor(torch.tensor([0j]), qpos[:1], qvel[:1]),
         "set_state float env_ids": lambda: b.set_state_tensor([0.7], qpos[:1], qvel[:1]),

@@ -972,17 +972,26 @@ class SimBackend(abc.ABC):
         expected = f"env_ids: expected a 1-D sequence or tensor of integer ids in [0, {self.num_envs})"
         if isinstance(env_ids, (list, tuple)) and not env_ids:
             env_ids = torch.zeros(0, dtype=torch.int64)  # torch reads [] as float32
-        try:
-            ids = torch.as_tensor(env_ids)
-        except (TypeError, ValueError, RuntimeError):
-            raise ArgumentError(f"{expected}, got {env_ids!r}") from None
-        if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
-            raise ArgumentError(f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}")
-        ids = ids.to("cpu", torch.int64)
-        a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
-        if len(a) and (a.min() < 0 or a.max() >= self.num_envs):
+        if env_ids.__class__ is np.ndarray and env_ids.dtype == np.int64 and env_ids.ndim == 1:
+            a = env_ids  # NumPy ids (the env's own on the CPU engine): no round trip through torch
+            ids = torch.from_numpy(np.ascontiguousarray(a))
+        else:
+            try:
+                ids = torch.as_tensor(env_ids)
+            except (TypeError, ValueError, RuntimeError):
+                raise ArgumentError(f"{expected}, got {env_ids!r}") from None
+            if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
+                raise ArgumentError(
+                    f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}"
+                )
+            ids = ids.to("cpu", torch.int64)
+            a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
+        increasing = len(a) < 2 or bool((a[1:] > a[:-1]).all())  # sorted and unique
+        if len(a) and (
+            (a[0] < 0 or a[-1] >= self.num_envs) if increasing else (a.min() < 0 or a.max() >= self.num_envs)
+        ):
             raise ArgumentError(f"env_ids: expected ids in [0, {self.num_envs}), got {a.tolist()}")
-        if len(a) < 2 or (a[1:] > a[:-1]).all():  # increasing: sorted and unique
+        if increasing:
             return ids, None
         if len(np.unique(a)) != len(a):
             raise ArgumentError(f"env_ids: ids must be unique, got {a.tolist()}")

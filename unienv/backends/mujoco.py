@@ -181,6 +181,7 @@ class MujocoBackend(SimBackend):
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = _NONE  # the stage up to which derived outputs describe every env's state
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
+        self._any_stale = False  # self._stale.any()
         self._wanted = _NONE  # the highest stage read since the last step: the next one computes it
         self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
         self._unstable = self._unstable_counts()
@@ -196,6 +197,7 @@ class MujocoBackend(SimBackend):
         self._reset_by_row = plain and sum(b.bind(f)[0].size for f in fields) == b.nstate
         # substeps run without sensors where no reader sees them, unless sensors keep a history
         self._disableflags = b.expand("opt.disableflags") if m.nhistory == 0 and m.npluginstate == 0 else None
+        self._sensors_on = True
         self._contacts_read = False  # from the first contact-force read on, steps compute cfrc_ext
 
     def _close(self) -> None:
@@ -217,37 +219,47 @@ class MujocoBackend(SimBackend):
         wanted = self._contacts_read or stage == _ACC
         silent = 0 if self._disableflags is None else nsteps - wanted
         if silent:
-            flags = self._disableflags
-            try:
-                flags[:] = self.model.opt.disableflags | _SENSORS_OFF
-                self._batch.step(nstep=silent, stage=_NONE if wanted else stage)
-            finally:
-                flags[:] = self.model.opt.disableflags
+            self._sensors(False)
+            self._batch.step(nstep=silent, stage=_NONE if wanted else stage)
         if silent < nsteps:
+            self._sensors(True)
             self._batch.step(nstep=nsteps - silent, stage=stage)
         self._fresh, self._wanted = stage, _NONE
-        self._stale[:] = False
+        if self._any_stale:
+            self._stale[:] = self._any_stale = False
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
             self._wrench_pending = False
+
+    def _sensors(self, on: bool) -> None:
+        """Sensors on or off in the batch's next calls (set only when that changes: a write
+        to the per-simulation flags costs a microsecond)."""
+        if self._disableflags is not None and self._sensors_on != on:
+            self._disableflags[:] = self.model.opt.disableflags | (0 if on else _SENSORS_OFF)
+            self._sensors_on = on
+
+    def _forward(self, rows: np.ndarray | None = None, stage: int = _ACC) -> None:
+        """The forward stages up to `stage` for those rows (or all), sensors included."""
+        self._sensors(True)
+        self._batch.forward(rows, stage=stage)
 
     def _refresh(self, stage: int = _ACC) -> None:
         """The forward stages up to `stage` over all envs if a step left them behind the state,
         or mj_forward over the rows whose state was set since."""
         self._wanted = max(self._wanted, stage)
         if self._fresh < stage:
-            self._batch.forward(stage=stage)
+            self._forward(stage=stage)
             self._fresh = stage
-            self._stale[:] = False
+            self._stale[:] = self._any_stale = False
         else:
             self._refresh_stale()
 
     def _refresh_stale(self) -> None:
         """mj_forward for the rows whose state was set since their outputs were computed."""
-        if self._stale.any():
-            self._batch.forward(np.flatnonzero(self._stale), stage=_ACC)
-            self._stale[:] = False
+        if self._any_stale:
+            self._forward(np.flatnonzero(self._stale))
+            self._stale[:] = self._any_stale = False
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -272,6 +284,7 @@ class MujocoBackend(SimBackend):
         self._qvel[rows] = qvel.detach().numpy()
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._stale[rows] = True  # mj_forward at the next derived read
+        self._any_stale = True
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
@@ -324,7 +337,7 @@ class MujocoBackend(SimBackend):
         rows = np.flatnonzero(mask.numpy())  # the CPU engine: host reads are free
         for view, new in zip(self._mocap, (pos, quat), strict=True):
             view[rows] = new[rows].to(view.dtype)
-        self._batch.forward(rows, stage=_ACC)
+        self._forward(rows)
 
     def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
         # Batch.ray runs mj_kinematics on its own copies: the state and the outputs stay as they are
@@ -361,7 +374,7 @@ class MujocoBackend(SimBackend):
             part = x[:, start : start + width] if x.shape[1] > start else 0.0
             field.reshape(self.num_envs, -1)[rows] = part
             start += width
-        b.forward(rows, stage=_ACC)
+        self._forward(rows)
 
     # ---- domain randomization ----------------------------------------------
 
@@ -386,4 +399,4 @@ class MujocoBackend(SimBackend):
         self._dr.write(term, mask, values, lambda field: torch.from_numpy(b.expand(field)))
         if RULES[term].set_const:
             b.set_const(rows)
-        b.forward(rows, stage=_ACC)  # derived quantities follow the new model at once
+        self._forward(rows)  # derived quantities follow the new model at once
