@@ -49,7 +49,8 @@ class Cartpole(Task):
         xp, views = self.xp, backend.get_state_views()
         q, v = xp.asarray(views["qpos"]), xp.asarray(views["qvel"])
         x, theta = slice(self.x, self.x + 1), slice(self.theta, self.theta + 1)  # (N, 1) columns
-        obs = xp.concat((q[:, x], xp.cos(q[:, theta]), xp.sin(q[:, theta]), v[:, x], v[:, theta]), 1)
+        angle = q[:, theta]
+        obs = xp.concat((q[:, x], xp.cos(angle), xp.sin(angle), v[:, x], v[:, theta]), 1)
         off_rail = xp.abs(obs[:, 0]) > self.rail
         fallen = off_rail if self.swingup else off_rail | (obs[:, 1] < self.cos_max_angle)  # |theta| > max
         return {"obs": obs, "out": fallen}
@@ -68,8 +69,8 @@ class Cartpole(Task):
         return s["out"]
 
     def reset_state(self, env_ids, rng):
-        qpos = rng.uniform((self.nq,), -0.05, 0.05, dtype=self.dtype)
-        qvel = rng.uniform((self.nv,), -0.05, 0.05, dtype=self.dtype)
+        state = rng.uniform((self.nq + self.nv,), -0.05, 0.05, dtype=self.dtype)  # qpos, then qvel
+        qpos, qvel = state[:, : self.nq], state[:, self.nq :]
         if self.swingup:
             qpos[:, self.theta] += np.pi
         return qpos, qvel

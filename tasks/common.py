@@ -61,11 +61,12 @@ def inside(x, low: float, high: float):
 
 def noisy_reset(qpos0, nv: int, rng: Sampler, scale: float, gaussian_qvel: bool = False):
     """qpos0 + U(-scale, scale), and qvel U(-scale, scale) or N(0, scale^2): Gymnasium's resets."""
-    dtype = qpos0.dtype
-    qpos = qpos0 + rng.uniform(tuple(qpos0.shape), -scale, scale, dtype=dtype)
+    dtype, (nq,) = qpos0.dtype, qpos0.shape
     if gaussian_qvel:
+        qpos = qpos0 + rng.uniform((nq,), -scale, scale, dtype=dtype)
         return qpos, scale * rng.normal((nv,), dtype=dtype)
-    return qpos, rng.uniform((nv,), -scale, scale, dtype=dtype)
+    noise = rng.uniform((nq + nv,), -scale, scale, dtype=dtype)  # one draw: the numbers of two in a row
+    return qpos0 + noise[:, :nq], noise[:, nq:]
 
 
 def rotate(xp, quat, v):

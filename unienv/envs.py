@@ -159,6 +159,9 @@ class UniEnv(VectorEnv):
         self._act_dim = int(np.prod(self.single_action_space.shape))
         low, high = self.single_action_space.low.reshape(-1), self.single_action_space.high.reshape(-1)
         self._low_np, self._high_np = low, high
+        # the usual space, [-b, b] in every dimension: its check is one reduction, |a|.max() <= b
+        symmetric = (low == -high).all() and (high == high[0]).all()
+        self._action_bound = float(high[0]) if symmetric else None
         self._act_low = torch.as_tensor(low, dtype=backend.get_capabilities().dtype, device=backend.device)
         self._act_high = torch.as_tensor(high, dtype=backend.get_capabilities().dtype, device=backend.device)
         self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
@@ -497,8 +500,8 @@ class UniEnv(VectorEnv):
                 self._nonfinite_seen |= ((actions < self._act_low) | (actions > self._act_high)).any()
             return torch.clamp(actions, self._act_low, self._act_high), info
         # the CPU engine: host reads are free; one check (False for NaN too) in the usual case
-        a, low, high = actions, self._low_np, self._high_np
-        if ((a >= low) & (a <= high)).all():
+        a, low, high, bound = actions, self._low_np, self._high_np, self._action_bound
+        if np.abs(a).max() <= bound if bound is not None else ((a >= low) & (a <= high)).all():
             return actions, info
         finite = np.isfinite(a).all(1)
         if not finite.all():
