@@ -70,14 +70,16 @@ def noisy_reset(qpos0, nv: int, rng: Sampler, scale: float, gaussian_qvel: bool 
 
 
 def rotate(xp, quat, v):
-    """v (..., 3) rotated by the body-to-world quaternions quat (..., 4) wxyz (broadcast)."""
+    """v (..., 3) rotated by the body-to-world quaternions quat (..., 4) wxyz (broadcast):
+    v + w t + u x t with t = 2 u x v, two cross products."""
     w, u = quat[..., :1], quat[..., 1:]
-    uv = (u * v).sum(-1)[..., None]
-    return v * (2 * w * w - 1) + 2 * w * xp.cross(u, v) + 2 * u * uv
+    t = 2.0 * xp.cross(u, v)
+    return v + w * t + xp.cross(u, t)
 
 
 def rotate_inverse(xp, quat, v):
-    """v (..., 3) expressed in the frame of the body-to-world quaternions quat (..., 4) wxyz."""
+    """v (..., 3) expressed in the frame of the body-to-world quaternions quat (..., 4) wxyz:
+    the rotation by the conjugate (-u in place of u)."""
     w, u = quat[..., :1], quat[..., 1:]
-    uv = (u * v).sum(-1)[..., None]
-    return v * (2 * w * w - 1) - 2 * w * xp.cross(u, v) + 2 * u * uv
+    t = 2.0 * xp.cross(v, u)
+    return v + w * t + xp.cross(t, u)

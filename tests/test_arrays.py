@@ -73,3 +73,26 @@ def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
         x = alone.for_envs(np.array([4])).uniform((3,))
         y = together.for_envs(np.array([1, 4, 5])).uniform((3,))
         assert np.array_equal(x[0], y[1])
+
+
+@pytest.mark.parametrize("xp", [NUMPY, TORCH], ids=["numpy", "torch"])
+def test_task_rotations_are_mujocos(xp):
+    """tasks.common's rotate and rotate_inverse, broadcast over (N, 1, 4) quaternions and (N, 3, 3)
+    vectors, equal mju_rotVecQuat by the quaternion and by its conjugate."""
+    import mujoco
+
+    from unienv.tasks.common import rotate, rotate_inverse
+
+    rng = np.random.default_rng(11)
+    quat = rng.normal(size=(6, 1, 4))
+    quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
+    v = rng.normal(size=(6, 3, 3)) * 5.0
+    expected, expected_inverse = np.empty_like(v), np.empty_like(v)
+    for i, j in np.ndindex(6, 3):
+        conjugate = quat[i, 0] * [1.0, -1.0, -1.0, -1.0]
+        mujoco.mju_rotVecQuat(expected[i, j], v[i, j], quat[i, 0])
+        mujoco.mju_rotVecQuat(expected_inverse[i, j], v[i, j], conjugate)
+    q, x = (xp.asarray(a) for a in (quat, v))
+    for f, want in ((rotate, expected), (rotate_inverse, expected_inverse)):
+        got = f(xp, q, x)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-12)

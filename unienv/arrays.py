@@ -39,7 +39,7 @@ _SHARED = (
 )  # fmt: skip
 
 
-_NEXT, _LAST = [1, 2, 0], [2, 0, 1]  # the cross product's index cycles
+_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])  # the cross product's index cycles
 
 
 def _numpy_asarray(x, dtype=None) -> np.ndarray:
