@@ -183,3 +183,47 @@ def test_sensors_and_contact_forces_are_mujocos_though_early_substeps_skip_senso
                 np.testing.assert_allclose(acc[row].numpy(), fresh.sensor("tip_acc").data, rtol=1e-12)
     assert float(np.abs(forces).max()) > 1.0  # the pin rests on the plane
     backend.close()
+
+
+SLIDING_BOX = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1" friction="0.3"/>
+    <body name="box" pos="0 0 0.2">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.05" mass="2"/>
+      <site name="sole" type="box" pos="0 0 -0.05" size="0.11 0.11 0.02"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <touch name="sole_touch" site="sole"/>
+    <velocimeter name="sole_vel" site="sole"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def test_sensor_reads_after_silent_steps_and_state_writes_are_at_the_state(tmp_path):
+    """Steps that no reader sees leave sensors off between calls; a sensor read after them, and
+    after a state write, still computes the scene's sensors at the state (mj_forward)."""
+    path = tmp_path / "sliding_box.xml"
+    path.write_text(SLIDING_BOX)
+    model = mujoco.MjModel.from_xml_path(str(path))
+    backend = create("mujoco", str(path), 3, model.opt.timestep, nthread=1)
+    backend.materialize()
+    data = mujoco.MjData(model)
+    for _ in range(40):  # the box lands and rests: its weight on the sole
+        backend.step_tensor(torch.zeros(3, 0, dtype=torch.float64), 4)
+    qpos = backend.get_state_views()["qpos"].clone()
+    qvel = backend.get_state_views()["qvel"].clone()
+    qvel[1, 0] += 1.5  # env 1 slides
+    backend.set_state_tensor([1], qpos[1:2], qvel[1:2])
+    touch, vel = backend.get_sensor_view("sole_touch"), backend.get_sensor_view("sole_vel")
+    for row in range(3):
+        data.qpos[:], data.qvel[:] = qpos[row].numpy(), qvel[row].numpy()
+        mujoco.mj_forward(model, data)
+        np.testing.assert_allclose(touch[row].numpy(), data.sensor("sole_touch").data, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(vel[row].numpy(), data.sensor("sole_vel").data, rtol=1e-9, atol=1e-9)
+    assert touch.min() > 10.0 and vel[1, 0] > 1.0  # about 2 kg x 9.81; the slide
+    backend.close()
