@@ -42,7 +42,8 @@ models with force-like sensors; the backend appends one hidden accelerometer
 to the model it simulates. Sensors run only where a reader can see them: the
 substeps before a step's last run with sensors disabled (`mjDSBL_SENSOR`), and
 the last one too until contact forces are first read (that first read computes
-them at the state). The per-simulation flag is written only when it changes,
+them at the state) or when a sensor or field read wants the state's mj_forward,
+which then follows the substeps. The per-simulation flag is written only when it changes,
 so a loop that reads no contact forces writes it once. Sensors change no state,
 so trajectories stay raw mujoco.batch's; models whose sensors keep a history run
 them every substep.
@@ -218,16 +219,24 @@ class MujocoBackend(SimBackend):
         # with a wrench on, which cfrc_ext would include (it is cleared below)
         stage = _NONE if self._wrench_pending else self._wanted
         # sensors (the hidden one makes MuJoCo compute cfrc_ext) run only where a reader sees
-        # them: in the last substep once contact forces are read, and at the new state for a
-        # sensor read; elsewhere they cost reach 9% and cartpole 4% of their physics
-        wanted = self._contacts_read or stage == _ACC
-        silent = 0 if self._disableflags is None else nsteps - wanted
-        if silent:
+        # them, elsewhere they cost reach 9% and cartpole 4% of their physics: at the new state
+        # for a sensor or field read (mj_forward after silent substeps: 0.2-1.6% cheaper than a
+        # last substep with sensors on, measured at the same states); else in the last substep
+        # once contact forces are read
+        if self._disableflags is None:
+            self._batch.step(nstep=nsteps, stage=stage)
+        elif stage == _ACC:
             self._sensors(False)
-            self._batch.step(nstep=silent, stage=_NONE if wanted else stage)
-        if silent < nsteps:
-            self._sensors(True)
-            self._batch.step(nstep=nsteps - silent, stage=stage)
+            self._batch.step(nstep=nsteps)
+            self._forward(stage=_ACC)
+        else:
+            silent = nsteps - self._contacts_read
+            if silent:
+                self._sensors(False)
+                self._batch.step(nstep=silent, stage=_NONE if self._contacts_read else stage)
+            if self._contacts_read:
+                self._sensors(True)
+                self._batch.step(nstep=1, stage=stage)
         self._fresh, self._wanted = stage, _NONE
         if self._any_stale:
             self._stale[:] = self._any_stale = False
