@@ -126,6 +126,8 @@ def test_truncation_at_max_episode_steps():
         (torch.zeros(2, 8, dtype=torch.int64), "float"),
         ([[0.0] * 8] * 2, "tensor or array"),
         (torch.full((2, 8), float("nan")), "NaN"),
+        (np.zeros((2, 8), object), "float array"),
+        (np.zeros((2, 8, 1)), "shape"),
     ],
 )
 def test_step_refuses_bad_actions_and_changes_nothing(actions, match):
@@ -135,6 +137,26 @@ def test_step_refuses_bad_actions_and_changes_nothing(actions, match):
     with pytest.raises(ArgumentError, match=match):
         env.step(actions)
     assert torch.equal(env.backend.get_physics_state(), before)
+
+
+def test_actions_of_every_float_dtype_step_as_their_float64_values():
+    """Tensors and arrays in any float dtype (bfloat16, which NumPy lacks, included) give the
+    step that their values in float64 give."""
+    values = torch.tensor([[0.5, -0.25, 0.125, 1.0, -1.0, 0.0, 0.75, -0.5]] * 2)
+    results = []
+    for actions in (
+        values.double(),
+        values.to(torch.bfloat16),
+        values.half(),
+        values.numpy().astype(np.float16),
+        values.numpy().astype(np.longdouble),
+        values.clone().requires_grad_(),
+    ):
+        env = unienv.make("ant", num_envs=2, seed=0)
+        env.reset(seed=1)
+        results.append(env.step(actions))
+    for obs, reward, *_ in results[1:]:
+        assert torch.equal(obs, results[0][0]) and torch.equal(reward, results[0][1])
 
 
 def test_nonfinite_actions_can_be_zeroed_and_reported():

@@ -60,6 +60,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from unienv.arrays import numpy_dtype
 from unienv.backends import SimBackend
 from unienv.dr import DomainRandomization
 from unienv.errors import ArgumentError, unknown_name
@@ -191,7 +192,7 @@ class UniEnv(VectorEnv):
         # tensors where the task computes in NumPy (the CPU engine), torch tensors otherwise
         xp = self._xp = task.xp
         self._host_arrays = xp.name == "numpy"
-        self._np_dtype = task.dtype if self._host_arrays else None
+        self._np_dtype = numpy_dtype(caps.dtype)  # of actions as the task gets them
         self._array = (lambda t: t.numpy()) if self._host_arrays else (lambda t: t)
         self._tensor = torch.from_numpy if self._host_arrays else (lambda a: a)
         # steps into each env's current episode; writable, e.g. for random episode starts
@@ -465,25 +466,25 @@ class UniEnv(VectorEnv):
     def _as_actions(self, actions) -> torch.Tensor | np.ndarray:
         """actions as a tensor (num_envs, act_dim) in the backend's dtype and on its device; a
         NumPy array where the task computes in NumPy (converted there: no torch allocation)."""
-        if isinstance(actions, torch.Tensor) and self._host_arrays:
-            actions = actions.detach().cpu().numpy()
+        shape = (self.num_envs, self._act_dim)
         if isinstance(actions, np.ndarray):
-            if self._host_arrays and actions.shape == (self.num_envs, self._act_dim):
-                if actions.dtype.kind != "f":
-                    raise ArgumentError(f"actions: expected a float array, got {actions.dtype}")
-                return actions.astype(self._np_dtype, copy=False)
-            actions = torch.from_numpy(actions)
+            if actions.dtype.kind != "f":
+                raise ArgumentError(f"actions: expected a float array, got {actions.dtype}")
+            if actions.shape != shape:
+                raise ArgumentError(f"actions: expected shape {shape}, got {actions.shape}")
+            actions = actions.astype(self._np_dtype, copy=False)
+            return actions if self._host_arrays else torch.from_numpy(actions).to(self.device)
         if not isinstance(actions, torch.Tensor):
-            raise ArgumentError(
-                f"actions: expected a tensor or array ({self.num_envs}, {self._act_dim}), got {type(actions).__name__}"
-            )
-        if actions.shape != (self.num_envs, self._act_dim):
-            raise ArgumentError(
-                f"actions: expected shape ({self.num_envs}, {self._act_dim}), got {tuple(actions.shape)}"
-            )
+            raise ArgumentError(f"actions: expected a tensor or array {shape}, got {type(actions).__name__}")
+        if actions.shape != shape:
+            raise ArgumentError(f"actions: expected shape {shape}, got {tuple(actions.shape)}")
         if not actions.dtype.is_floating_point:
             raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
-        return actions.to(self.device, self.dtype)
+        if not self._host_arrays:
+            return actions.to(self.device, self.dtype)
+        if actions.dtype is torch.bfloat16:  # the one float dtype NumPy lacks
+            actions = actions.to(self.dtype)
+        return actions.detach().cpu().numpy().astype(self._np_dtype, copy=False)
 
     def _checked_values(self, actions):
         """Rows that are not finite raise (CPU engine) or are zeroed and flagged in info
