@@ -43,6 +43,7 @@ _NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])  # the cross product's i
 
 
 def _numpy_asarray(x, dtype=None) -> np.ndarray:
+    """x as a NumPy array: a CPU tensor's memory shared (no copy unless dtype converts)."""
     if x.__class__ is torch.Tensor and dtype is None:  # a view of a backend tensor: the hot path
         return x.numpy()
     return np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x, dtype=dtype)
