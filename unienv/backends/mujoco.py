@@ -26,8 +26,8 @@ MjData between calls (measured, 256 envs: the position and velocity stages add
 10% to reacher's physics, 2 substeps a step; a persistent batch was no faster
 overall). `set_state_tensor` leaves the rows it writes stale, and the next
 derived read (contact forces included) runs `mj_forward` for those rows alone;
-a loop that reads none pays nothing for them. DR writes run `mj_forward` for the rows they write. mj_forward
-writes no state, so none of this changes a trajectory.
+a loop that reads none pays nothing for them. DR writes run `mj_forward` for the
+rows they write. mj_forward writes no state, so none of this changes a trajectory.
 
 Contact forces are those of the last physics step, as the contract says: the
 `cfrc_ext` that MuJoCo's last substep computed, read without an mj_forward. Where
@@ -43,10 +43,10 @@ to the model it simulates. Sensors run only where a reader can see them: the
 substeps before a step's last run with sensors disabled (`mjDSBL_SENSOR`), and
 the last one too until contact forces are first read (that first read computes
 them at the state) or when a sensor or field read wants the state's mj_forward,
-which then follows the substeps. The per-simulation flag is written only when it changes,
-so a loop that reads no contact forces writes it once. Sensors change no state,
-so trajectories stay raw mujoco.batch's; models whose sensors keep a history run
-them every substep.
+which then follows the substeps. The per-simulation flag is written only when
+it changes, so a loop that reads no contact forces writes it once. Sensors
+change no state, so trajectories stay raw mujoco.batch's; models whose sensors
+keep a history run them every substep.
 `get_mj_field` (capability mj_fields) serves copies of other derived MjData
 fields (cinert, cvel, cfrc_ext, ...).
 
@@ -186,7 +186,6 @@ class MujocoBackend(SimBackend):
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = _NONE  # the stage up to which derived outputs describe every env's state
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
-        self._any_stale = False  # self._stale.any()
         self._wanted = _NONE  # the highest stage read since the last step: the next one computes it
         self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
         self._unstable = self._unstable_counts()
@@ -202,7 +201,6 @@ class MujocoBackend(SimBackend):
         self._reset_by_row = plain and sum(b.bind(f)[0].size for f in fields) == b.nstate
         # substeps run without sensors where no reader sees them, unless sensors keep a history
         self._disableflags = b.expand("opt.disableflags") if m.nhistory == 0 and m.npluginstate == 0 else None
-        self._sensors_on = True
         self._contacts_read = False  # from the first contact-force read on, steps compute cfrc_ext
 
     def _close(self) -> None:
@@ -238,8 +236,7 @@ class MujocoBackend(SimBackend):
                 self._sensors(True)
                 self._batch.step(nstep=1, stage=stage)
         self._fresh, self._wanted = stage, _NONE
-        if self._any_stale:
-            self._stale[:] = self._any_stale = False
+        self._stale[:] = False
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
@@ -248,9 +245,9 @@ class MujocoBackend(SimBackend):
     def _sensors(self, on: bool) -> None:
         """Sensors on or off in the batch's next calls (set only when that changes: a write
         to the per-simulation flags costs a microsecond)."""
-        if self._disableflags is not None and self._sensors_on != on:
-            self._disableflags[:] = self.model.opt.disableflags | (0 if on else _SENSORS_OFF)
-            self._sensors_on = on
+        flags = self._disableflags
+        if flags is not None and on == bool(flags[0] & _SENSORS_OFF):
+            flags[:] = self.model.opt.disableflags | (0 if on else _SENSORS_OFF)
 
     def _forward(self, rows: np.ndarray | None = None, stage: int = _ACC) -> None:
         """The forward stages up to `stage` for those rows (or all), sensors included."""
@@ -264,15 +261,15 @@ class MujocoBackend(SimBackend):
         if self._fresh < stage:
             self._forward(stage=stage)
             self._fresh = stage
-            self._stale[:] = self._any_stale = False
+            self._stale[:] = False
         else:
             self._refresh_stale()
 
     def _refresh_stale(self) -> None:
         """mj_forward for the rows whose state was set since their outputs were computed."""
-        if self._any_stale:
+        if self._stale.any():
             self._forward(np.flatnonzero(self._stale))
-            self._stale[:] = self._any_stale = False
+            self._stale[:] = False
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -297,7 +294,6 @@ class MujocoBackend(SimBackend):
         self._qvel[rows] = qvel.detach().numpy()
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._stale[rows] = True  # mj_forward at the next derived read
-        self._any_stale = True
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
