@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from unienv.backends.base import SimBackend
 from unienv.random import Sampler
 
@@ -69,17 +71,37 @@ def noisy_reset(qpos0, nv: int, rng: Sampler, scale: float, gaussian_qvel: bool 
     return qpos0 + noise[:, :nq], noise[:, nq:]
 
 
-def rotate(xp, quat, v):
-    """v (..., 3) rotated by the body-to-world quaternions quat (..., 4) wxyz (broadcast):
-    v + w t + u x t with t = 2 u x v, two cross products."""
-    w, u = quat[..., :1], quat[..., 1:]
-    t = 2.0 * xp.cross(u, v)
-    return v + w * t + xp.cross(u, t)
+def _quat_to_matrix():
+    """mju_quat2Mat's nine entries (row-major) as sums of the products q_a q_b of a wxyz
+    quaternion's components: (16, 9), products flattened a-major."""
+    w, x, y, z = range(4)
+    entries = (  # (coefficient, a, b) per entry
+        ((1, w, w), (1, x, x), (-1, y, y), (-1, z, z)),
+        ((2, x, y), (-2, w, z)),
+        ((2, x, z), (2, w, y)),
+        ((2, x, y), (2, w, z)),
+        ((1, w, w), (-1, x, x), (1, y, y), (-1, z, z)),
+        ((2, y, z), (-2, w, x)),
+        ((2, x, z), (-2, w, y)),
+        ((2, y, z), (2, w, x)),
+        ((1, w, w), (-1, x, x), (-1, y, y), (1, z, z)),
+    )
+    m = np.zeros((4, 4, 9))
+    for k, terms in enumerate(entries):
+        for c, a, b in terms:
+            m[a, b, k] = c
+    return m.reshape(16, 9)
 
 
-def rotate_inverse(xp, quat, v):
-    """v (..., 3) expressed in the frame of the body-to-world quaternions quat (..., 4) wxyz:
-    the rotation by the conjugate (-u in place of u)."""
-    w, u = quat[..., :1], quat[..., 1:]
-    t = 2.0 * xp.cross(v, u)
-    return v + w * t + xp.cross(t, u)
+QUAT_TO_MATRIX = _quat_to_matrix()
+
+
+def rotation_matrix(quat, quat_to_matrix):
+    """(N, 3, 3) rotation matrices of unit wxyz quaternions (N, 4), body to world (the body's
+    axes are the columns), as mju_quat2Mat; quat_to_matrix: QUAT_TO_MATRIX as an array of the
+    caller's namespace and dtype. Two calls, a product and a matmul (per env, so that a row's
+    result does not depend on the batch), where a rotation by cross products takes a dozen.
+    R @ v (v (3,)) turns body vectors into the world, v @ R (v (N, 1, 3)) world vectors into the body."""
+    n = len(quat)
+    products = (quat[:, :, None] * quat[:, None, :]).reshape(n, 1, 16)
+    return (products @ quat_to_matrix).reshape(n, 3, 3)

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task
-from unienv.tasks.common import rotate_inverse
+from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
@@ -104,7 +104,7 @@ class Quadruped(Task):
         # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
         self.bias = self.array(np.ascontiguousarray(info.actuator_bias.T))
         self.nv = backend.nv
-        self.down = self.array([0.0, 0.0, -1.0])
+        self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
         self.base_obs_scale = self.array(scales)
         self.command_scale = self.array([2.0, 2.0, 0.25])
@@ -119,11 +119,11 @@ class Quadruped(Task):
         return self.default_q + self.action_scale * action
 
     def read(self, backend):
-        """Joint state, base height, base-frame velocities and gravity (N, 3, 3), contacts."""
+        """Joint state, base height, base-frame velocities and gravity (N, 3, 3), the base's
+        rotation matrix, contacts."""
         xp, views, p, v = self.xp, backend.get_state_views(), self.root_q, self.root_v
         qpos, qvel = xp.asarray(views["qpos"]), xp.asarray(views["qvel"])
-        world = xp.stack((qvel[:, v : v + 3], xp.broadcast_to(self.down, (len(qpos), 3))), 1)  # vel, gravity
-        lin_vel_gravity = rotate_inverse(xp, qpos[:, None, p + 3 : p + 7], world)
+        rot = rotation_matrix(qpos[:, p + 3 : p + 7], self.quat_to_matrix)  # base to world
         forces = xp.asarray(backend.get_contact_forces(self.base_and_feet))
         q, qd = qpos[:, self.q_idx], qvel[:, self.v_idx]  # gathers: copies
         bias = self.bias
@@ -132,9 +132,11 @@ class Quadruped(Task):
             "qd": qd,
             "torque": self.gain * xp.asarray(views["ctrl"]) + bias[0] + bias[1] * q + bias[2] * qd,
             "height": xp.copy(qpos[:, p + 2]),
-            # lin vel, ang vel, gravity (N, 3, 3)
-            "base": xp.stack((lin_vel_gravity[:, 0], qvel[:, v + 3 : v + 6], lin_vel_gravity[:, 1]), 1),
-            "base_contact": xp.norm(forces[:, 0]) > 1.0,
+            # lin vel (world, turned into the base frame), ang vel (MuJoCo's free joint keeps it in
+            # the base frame), gravity (the world's -z in the base frame: -R's last row), (N, 3, 3)
+            "base": xp.concat((qvel[:, None, v : v + 3] @ rot, qvel[:, None, v + 3 : v + 6], -rot[:, 2:]), 1),
+            "rot": rot,
+            "base_contact": xp.square(forces[:, 0]).sum(1) > 1.0,  # more than 1 N
             "foot_contact": forces[:, 1:, 2] > 1.0,
         }
 

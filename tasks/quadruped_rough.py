@@ -62,9 +62,8 @@ class QuadrupedRough(Quadruped):
     def read(self, backend):
         xp, s, p = self.xp, super().read(backend), self.root_q
         qpos = xp.asarray(backend.get_state_views()["qpos"])
-        w, z = qpos[:, p + 3, None], qpos[:, p + 6, None]
-        x, y = qpos[:, p + 4, None], qpos[:, p + 5, None]
-        yaw = xp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))  # of the body's x axis
+        rot = s["rot"]
+        yaw = xp.arctan2(rot[:, 1, 0, None], rot[:, 0, 0, None])  # of the body's x axis
         cos, sin = xp.cos(yaw), xp.sin(yaw)
         along, across = self.scan_along, self.scan_across
         s["scan"] = self.surface(

@@ -76,23 +76,35 @@ def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
 
 
 @pytest.mark.parametrize("xp", [NUMPY, TORCH], ids=["numpy", "torch"])
-def test_task_rotations_are_mujocos(xp):
-    """tasks.common's rotate and rotate_inverse, broadcast over (N, 1, 4) quaternions and (N, 3, 3)
-    vectors, equal mju_rotVecQuat by the quaternion and by its conjugate."""
+def test_task_rotation_matrices_are_mujocos(xp):
+    """tasks.common's rotation_matrix equals mju_quat2Mat; R @ v (a vector shared by the batch,
+    as a task's constant offset) rotates as mju_rotVecQuat does, and v @ R (vectors per env)
+    as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
     import mujoco
 
-    from unienv.tasks.common import rotate, rotate_inverse
+    from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
 
     rng = np.random.default_rng(11)
-    quat = rng.normal(size=(6, 1, 4))
+    quat = rng.normal(size=(6, 4))
     quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
-    v = rng.normal(size=(6, 3, 3)) * 5.0
-    expected, expected_inverse = np.empty_like(v), np.empty_like(v)
-    for i, j in np.ndindex(6, 3):
-        conjugate = quat[i, 0] * [1.0, -1.0, -1.0, -1.0]
-        mujoco.mju_rotVecQuat(expected[i, j], v[i, j], quat[i, 0])
-        mujoco.mju_rotVecQuat(expected_inverse[i, j], v[i, j], conjugate)
-    q, x = (xp.asarray(a) for a in (quat, v))
-    for f, want in ((rotate, expected), (rotate_inverse, expected_inverse)):
-        got = f(xp, q, x)
-        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-12)
+    shared, v = rng.normal(size=3) * 5.0, rng.normal(size=(6, 2, 3)) * 5.0
+    matrices, rotated, inverse = np.empty((6, 9)), np.empty((6, 3)), np.empty_like(v)
+    for i in range(6):
+        mujoco.mju_quat2Mat(matrices[i], quat[i])
+        mujoco.mju_rotVecQuat(rotated[i], shared, quat[i])
+        for j in range(2):
+            mujoco.mju_rotVecQuat(inverse[i, j], v[i, j], quat[i] * [1.0, -1.0, -1.0, -1.0])
+    q, to_matrix = xp.asarray(quat), xp.asarray(QUAT_TO_MATRIX)
+    rot = rotation_matrix(q, to_matrix)
+    np.testing.assert_allclose(np.asarray(rot).reshape(6, 9), matrices, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(rot @ xp.asarray(shared)), rotated, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(xp.asarray(v) @ rot), inverse, rtol=0, atol=1e-12)
+    for i in range(6):
+        alone = rotation_matrix(q[i : i + 1], to_matrix)
+        assert np.array_equal(np.asarray(alone), np.asarray(rot[i : i + 1]))
+        assert np.array_equal(
+            np.asarray(alone @ xp.asarray(shared)), np.asarray(rot @ xp.asarray(shared))[i : i + 1]
+        )
+        assert np.array_equal(
+            np.asarray(xp.asarray(v[i : i + 1]) @ alone), np.asarray(xp.asarray(v) @ rot)[i : i + 1]
+        )

@@ -30,7 +30,7 @@ def test_single_env_passes_check_env(task):
     env.close()
 
 
-@pytest.mark.parametrize("task, steps", [("cartpole", 120), ("ant", 60)])
+@pytest.mark.parametrize("task, steps", [("cartpole", 120), ("ant", 60), ("quadruped", 60)])
 def test_sync_vector_env_of_single_envs_matches_next_step(task, steps):
     n = 3
     vec = unienv.make(task, num_envs=n, autoreset_mode=AutoresetMode.NEXT_STEP, max_episode_steps=40)
