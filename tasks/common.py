@@ -71,6 +71,15 @@ def noisy_reset(qpos0, nv: int, rng: Sampler, scale: float, gaussian_qvel: bool 
     return qpos0 + noise[:, :nq], noise[:, nq:]
 
 
+def rotate(xp, quat, v):
+    """v (..., 3) rotated by the body-to-world quaternions quat (..., 4) wxyz (broadcast):
+    v + w t + u x t with t = 2 u x v, two cross products. For one vector shared by the batch
+    (a constant offset) cheaper at 256 envs than rotation_matrix's per-env matmul."""
+    w, u = quat[..., :1], quat[..., 1:]
+    t = 2.0 * xp.cross(u, v)
+    return v + w * t + xp.cross(u, t)
+
+
 def _quat_to_matrix():
     """mju_quat2Mat's nine entries (row-major) as sums of the products q_a q_b of a wxyz
     quaternion's components: (16, 9), products flattened a-major."""
@@ -101,7 +110,7 @@ def rotation_matrix(quat, quat_to_matrix):
     axes are the columns), as mju_quat2Mat; quat_to_matrix: QUAT_TO_MATRIX as an array of the
     caller's namespace and dtype. Two calls, a product and a matmul (per env, so that a row's
     result does not depend on the batch), where a rotation by cross products takes a dozen.
-    R @ v (v (3,)) turns body vectors into the world, v @ R (v (N, 1, 3)) world vectors into the body."""
+    v @ R (v (N, 1, 3)) turns world vectors into the body frame, R @ v body vectors into the world."""
     n = len(quat)
     products = (quat[:, :, None] * quat[:, None, :]).reshape(n, 1, 16)
     return (products @ quat_to_matrix).reshape(n, 3, 3)

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task, total
-from unienv.tasks.common import QUAT_TO_MATRIX, read_state, rotation_matrix
+from unienv.tasks.common import read_state, rotate
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
 
@@ -64,7 +64,6 @@ class Reach(Task):
         low, high = self.array(info.ctrl_range).T
         self.ctrl_mid, self.ctrl_half = (high + low) / 2, (high - low) / 2
         self.offset = self.array(EE_OFFSET)
-        self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         self.target_low, self.target_high = self.array(self.target_box)
         self.upright = self.array((1.0, 0.0, 0.0, 0.0))
         self.nv = backend.nv
@@ -76,7 +75,7 @@ class Reach(Task):
         xp, s = self.xp, read_state(self, backend)
         b = backend.get_body_views(self.link7)
         pos, quat = xp.asarray(b.pos)[:, 0], xp.asarray(b.quat)[:, 0]
-        s["ee"] = pos + rotation_matrix(quat, self.quat_to_matrix) @ self.offset  # a new array
+        s["ee"] = pos + rotate(xp, quat, self.offset)  # a new array: kept past the next step
         return s
 
     def observe(self, s, memory):

@@ -77,12 +77,12 @@ def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
 
 @pytest.mark.parametrize("xp", [NUMPY, TORCH], ids=["numpy", "torch"])
 def test_task_rotation_matrices_are_mujocos(xp):
-    """tasks.common's rotation_matrix equals mju_quat2Mat; R @ v (a vector shared by the batch,
-    as a task's constant offset) rotates as mju_rotVecQuat does, and v @ R (vectors per env)
-    as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
+    """tasks.common's rotation_matrix equals mju_quat2Mat; R @ v and rotate (a vector shared by
+    the batch, as a task's constant offset) rotate as mju_rotVecQuat does, and v @ R (vectors per
+    env) as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
     import mujoco
 
-    from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
+    from unienv.tasks.common import QUAT_TO_MATRIX, rotate, rotation_matrix
 
     rng = np.random.default_rng(11)
     quat = rng.normal(size=(6, 4))
@@ -98,6 +98,7 @@ def test_task_rotation_matrices_are_mujocos(xp):
     rot = rotation_matrix(q, to_matrix)
     np.testing.assert_allclose(np.asarray(rot).reshape(6, 9), matrices, rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.asarray(rot @ xp.asarray(shared)), rotated, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(rotate(xp, q, xp.asarray(shared))), rotated, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(xp.asarray(v) @ rot), inverse, rtol=0, atol=1e-12)
     for i in range(6):
         alone = rotation_matrix(q[i : i + 1], to_matrix)
