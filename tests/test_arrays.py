@@ -78,8 +78,8 @@ def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
 @pytest.mark.parametrize("xp", [NUMPY, TORCH], ids=["numpy", "torch"])
 def test_task_rotation_matrices_are_mujocos(xp):
     """tasks.common's rotation_matrix equals mju_quat2Mat; R @ v and rotate (a vector shared by
-    the batch, as a task's constant offset) rotate as mju_rotVecQuat does, and v @ R (vectors per
-    env) as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
+    the batch, as a task's constant offset, and for rotate vectors per env too) rotate as
+    mju_rotVecQuat does, and v @ R (vectors per env) as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
     import mujoco
 
     from unienv.tasks.common import QUAT_TO_MATRIX, rotate, rotation_matrix
@@ -88,17 +88,21 @@ def test_task_rotation_matrices_are_mujocos(xp):
     quat = rng.normal(size=(6, 4))
     quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
     shared, v = rng.normal(size=3) * 5.0, rng.normal(size=(6, 2, 3)) * 5.0
-    matrices, rotated, inverse = np.empty((6, 9)), np.empty((6, 3)), np.empty_like(v)
+    matrices, rotated = np.empty((6, 9)), np.empty((6, 3))
+    forward, inverse = np.empty_like(v), np.empty_like(v)
     for i in range(6):
         mujoco.mju_quat2Mat(matrices[i], quat[i])
         mujoco.mju_rotVecQuat(rotated[i], shared, quat[i])
         for j in range(2):
+            mujoco.mju_rotVecQuat(forward[i, j], v[i, j], quat[i])
             mujoco.mju_rotVecQuat(inverse[i, j], v[i, j], quat[i] * [1.0, -1.0, -1.0, -1.0])
     q, to_matrix = xp.asarray(quat), xp.asarray(QUAT_TO_MATRIX)
     rot = rotation_matrix(q, to_matrix)
     np.testing.assert_allclose(np.asarray(rot).reshape(6, 9), matrices, rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.asarray(rot @ xp.asarray(shared)), rotated, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(rotate(xp, q, xp.asarray(shared))), rotated, rtol=0, atol=1e-12)
+    # rotate broadcast over (N, 1, 4) quaternions and (N, K, 3) vectors, one set per env
+    np.testing.assert_allclose(np.asarray(rotate(xp, q[:, None], xp.asarray(v))), forward, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(xp.asarray(v) @ rot), inverse, rtol=0, atol=1e-12)
     for i in range(6):
         alone = rotation_matrix(q[i : i + 1], to_matrix)
