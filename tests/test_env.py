@@ -13,7 +13,10 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import unienv
 from tests.contract.conftest import MJWARP_DEVICE
+from unienv.backends import create
+from unienv.envs import UniEnv
 from unienv.errors import ArgumentError
+from unienv.tasks.hopper import Hopper
 
 
 def random_actions(env, steps, seed=0):
@@ -218,6 +221,50 @@ def test_device_backend_masks_a_diverged_env_while_another_resets(mode):
     with pytest.raises(ArgumentError, match="NaN or inf in an earlier step"):
         env.reset()
     env.close()
+
+
+class FaultyHopper(Hopper):
+    """Hopper with one bug: a NaN ctrl when any action is above 0.5 ("ctrl"), or reset states
+    that are short a column ("shape") or hold an inf ("inf")."""
+
+    def __init__(self, bug: str):
+        super().__init__()
+        self.bug = bug
+
+    def action_to_ctrl(self, action):
+        ctrl = super().action_to_ctrl(action)
+        return np.where((action > 0.5).any(1, keepdims=True), np.nan, ctrl) if self.bug == "ctrl" else ctrl
+
+    def reset_state(self, env_ids, rng):
+        qpos, qvel = super().reset_state(env_ids, rng)
+        if self.bug == "shape":
+            return qpos, qvel[:, 1:]
+        if self.bug == "inf":
+            qpos[-1, 2] = np.inf
+        return qpos, qvel
+
+
+def test_task_that_gives_bad_ctrl_or_reset_state_is_refused_naming_it():
+    """The CPU engine's env passes its task's ctrl and reset states to the backend past the
+    contract's checks: a task's bug is still refused, named, before the physics sees it."""
+    env = UniEnv(FaultyHopper("ctrl"), create("mujoco", Hopper.scene, 3, Hopper.sim_dt), seed=0)
+    env.reset()
+    before = env.backend.get_physics_state().clone()
+    actions = torch.zeros(3, 3)
+    actions[1, 2] = 0.75
+    with pytest.raises(ArgumentError, match=r"ctrl: FaultyHopper.action_to_ctrl gave NaN or inf"):
+        env.step(actions)
+    assert torch.equal(env.backend.get_physics_state(), before)
+    env.step(actions * 0.5)  # the same env steps on with good ctrl
+    for bug, match in (
+        ("shape", r"qvel: FaultyHopper.reset_state gave shape \(3, 5\), expected \(3, 6\)"),
+        ("inf", r"qpos: FaultyHopper.reset_state gave NaN or inf"),
+    ):
+        env = UniEnv(FaultyHopper(bug), create("mujoco", Hopper.scene, 3, Hopper.sim_dt), seed=0)
+        before = env.backend.get_physics_state().clone()
+        with pytest.raises(ArgumentError, match=match):
+            env.reset()
+        assert torch.equal(env.backend.get_physics_state(), before)
 
 
 def test_constructor_refusals():

@@ -288,7 +288,7 @@ class UniEnv(VectorEnv):
                 "_memory", {k: _where_rows(mask, v, self._memory.get(k, v)) for k, v in memory.items()}
             )
         else:
-            self.backend.set_state_tensor(ids, self._tensor(qpos), self._tensor(qvel))
+            self._set_rows(ids, qpos, qvel)
             for k, v in memory.items():
                 if k not in self._memory:
                     self._memory[k] = xp.zeros((self.num_envs, *v.shape[1:]), v.dtype)
@@ -300,6 +300,34 @@ class UniEnv(VectorEnv):
         self._keep("_reading", task.read(self.backend))
         fresh = self._finish_obs(task.observe(self._reading, self._memory), mask)
         return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
+
+    # The CPU engine's hot path: the env hands the backend arrays it made itself (ctrl from
+    # checked actions, states for its own sorted ids), so it calls the engine hooks past the
+    # contract's argument checks (5 us a step at 1 env), checking in NumPy only what a task's
+    # bug could break: shapes and finiteness. Device backends take the public calls.
+
+    def _physics_step(self, ctrl) -> None:
+        """backend.step_tensor(ctrl, task.decimation)."""
+        if not self._host_arrays:
+            self.backend.step_tensor(ctrl, self.task.decimation)
+            return
+        self._check_task_output("action_to_ctrl", "ctrl", ctrl, (self.num_envs, self.backend.nu))
+        self.backend._ready()
+        self.backend._step(torch.from_numpy(ctrl), self.task.decimation)
+
+    def _set_rows(self, ids: np.ndarray, qpos, qvel) -> None:
+        """backend.set_state_tensor(ids, qpos, qvel) for sorted NumPy ids (the CPU engine)."""
+        self._check_task_output("reset_state", "qpos", qpos, (len(ids), self.backend.nq))
+        self._check_task_output("reset_state", "qvel", qvel, (len(ids), self.backend.nv))
+        self.backend._ready()
+        self.backend._set_state(torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel))
+
+    def _check_task_output(self, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
+        source = f"{type(self.task).__name__}.{method}"
+        if x.shape != shape:
+            raise ArgumentError(f"{name}: {source} gave shape {x.shape}, expected {shape}")
+        if not np.isfinite(x).all():
+            raise ArgumentError(f"{name}: {source} gave NaN or inf")
 
     def _place_mocap(self, mask, ids) -> None:
         """Move the task's mocap bodies for the envs just reset, where the backend can (elsewhere
@@ -400,7 +428,7 @@ class UniEnv(VectorEnv):
         """One env step of physics and the task's outputs, before any reset."""
         task, xp, before, memory = self.task, self._xp, self._reading, self._memory
         applied = actions if self.dr is None else self._array(self.dr.actions(self._tensor(actions)))
-        self.backend.step_tensor(self._tensor(task.action_to_ctrl(applied)), task.decimation)
+        self._physics_step(task.action_to_ctrl(applied))
         reading = task.read(self.backend)
         reward, terms = task.reward(reading, before, actions, memory)
         terminated = task.terminated(reading, memory)

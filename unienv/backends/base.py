@@ -967,9 +967,12 @@ class SimBackend(abc.ABC):
     def _all_finite(self, x: torch.Tensor) -> bool:
         return bool(torch.isfinite(x).all())
 
+    @property
+    def _expected_ids(self) -> str:
+        return f"env_ids: expected a 1-D sequence or tensor of integer ids in [0, {self.num_envs})"
+
     def _checked_ids(self, env_ids: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Sorted unique int64 CPU ids in range, and the sorting order (None if sorted)."""
-        expected = f"env_ids: expected a 1-D sequence or tensor of integer ids in [0, {self.num_envs})"
         if isinstance(env_ids, (list, tuple)) and not env_ids:
             env_ids = torch.zeros(0, dtype=torch.int64)  # torch reads [] as float32
         if env_ids.__class__ is np.ndarray and env_ids.dtype == np.int64 and env_ids.ndim == 1:
@@ -979,10 +982,10 @@ class SimBackend(abc.ABC):
             try:
                 ids = torch.as_tensor(env_ids)
             except (TypeError, ValueError, RuntimeError):
-                raise ArgumentError(f"{expected}, got {env_ids!r}") from None
+                raise ArgumentError(f"{self._expected_ids}, got {env_ids!r}") from None
             if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
                 raise ArgumentError(
-                    f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}"
+                    f"{self._expected_ids}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}"
                 )
             ids = ids.to("cpu", torch.int64)
             a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
