@@ -202,6 +202,7 @@ class MujocoBackend(SimBackend):
         # substeps run without sensors where no reader sees them, unless sensors keep a history
         self._disableflags = b.expand("opt.disableflags") if m.nhistory == 0 and m.npluginstate == 0 else None
         self._contacts_read = False  # from the first contact-force read on, steps compute cfrc_ext
+        self._user_sensors = m.nsensor > 1  # the scene's own, besides the hidden one
 
     def _close(self) -> None:
         del self._batch, self._views, self._out
@@ -227,6 +228,11 @@ class MujocoBackend(SimBackend):
             self._sensors(False)
             self._batch.step(nstep=nsteps)
             self._forward(stage=_ACC)
+        elif self._contacts_read and not self._user_sensors:
+            # the hidden sensor alone costs less in every substep than a second batch call and
+            # two flag writes (quadruped: 8 us less at 1 env, the same at 256 envs)
+            self._sensors(True)
+            self._batch.step(nstep=nsteps, stage=stage)
         else:
             silent = nsteps - self._contacts_read
             if silent:
