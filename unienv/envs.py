@@ -512,7 +512,7 @@ class UniEnv(VectorEnv):
             return actions.to(self.device, self.dtype)
         if actions.dtype is torch.bfloat16:  # the one float dtype NumPy lacks
             actions = actions.to(self.dtype)
-        return actions.detach().cpu().numpy().astype(self._np_dtype, copy=False)
+        return actions.numpy(force=True).astype(self._np_dtype, copy=False)
 
     def _checked_values(self, actions):
         """Rows that are not finite raise (CPU engine) or are zeroed and flagged in info
