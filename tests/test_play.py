@@ -95,8 +95,9 @@ def test_bench_measures_raw_backend_and_env_side_by_side():
     rows = bench.main(["--task", "cartpole", "--num-envs", "1", "3", "--seconds", "0.05", "--rounds", "1"])
     assert [r["num_envs"] for r in rows] == [1, 3]
     for r in rows:
-        assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["env_sps"] > 0
+        assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["reads_sps"] > 0 and r["env_sps"] > 0
         assert r["env_ratio"] == pytest.approx(r["env_sps"] / r["raw_sps"])
+        assert r["reads_ratio"] == pytest.approx(r["reads_sps"] / r["raw_sps"])
         n = r["num_envs"]  # one call is one batched env step of n envs
         assert r["env_overhead_us"] == pytest.approx(1e6 * (n / r["env_sps"] - n / r["raw_sps"]))
 

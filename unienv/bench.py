@@ -12,15 +12,19 @@ in rounds (the best round of each counts, which damps a shared machine's noise):
              `decimation` times, read qpos/qvel
   backend    unienv's backend: set_state_tensor of restarted envs,
              step_tensor(ctrl, decimation) and its state views
+  reads      the backend loop plus the task's read of the state: the derived
+             quantities it reads (body poses, contact forces, cfrc_ext) at the
+             new state, which on MuJoCo cost forward stages the raw step skips,
+             and its gathers; reads/raw bounds what env/raw can reach
   env        unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
   env eager  the same env with cuda_graph=False, where the backend can replay the
              env step as one CUDA graph (Capabilities.cuda_graph: mjwarp on CUDA);
              `env` is then the graph replay, and graph/eager compares the two
 
-Raw and backend replay the env's own transitions (`Replay`: 64 env steps of the
+Raw, backend and reads replay the env's own transitions (`Replay`: 64 env steps of the
 bench's random actions, recorded before timing): each call writes the states of
 the envs that restarted before that step, as a user's loop writes the states it
-resets, and the controls the env wrote, so that the three loops simulate the same
+resets, and the controls the env wrote, so that the loops simulate the same
 motions, envs ending and restarting among them.
 
 It prints, one table per task, env-steps/s, the ratios to raw, and the time the
@@ -248,7 +252,11 @@ def measure(
         sim.step_tensor(controls[i], the_task.decimation)
         views["qpos"], views["qvel"]
 
-    loops = {"raw": raw, "backend": backend_step}
+    def reads_step() -> None:
+        backend_step()
+        the_task.read(sim)  # set up on the env's backend: the same scene, the same ids
+
+    loops = {"raw": raw, "backend": backend_step, "reads": reads_step}
     for name, e in (("env", env), ("env_eager", eager)):
         if e is not None:
             e.reset()
@@ -273,6 +281,7 @@ def measure(
         "task_options": task_options,
         **{f"{k}_sps": v * num_envs for k, v in calls.items()},
         "backend_ratio": calls["backend"] / calls["raw"],
+        "reads_ratio": calls["reads"] / calls["raw"],
         "env_ratio": calls["env"] / calls["raw"],
         "backend_overhead_us": 1e6 * (1 / calls["backend"] - 1 / calls["raw"]),
         "env_overhead_us": 1e6 * (1 / calls["env"] - 1 / calls["raw"]),
@@ -294,8 +303,8 @@ def _refusal(error: Exception) -> bool:
 
 
 HEADER = (
-    f"{'num_envs':>8} {'raw steps/s':>12} {'backend':>12} {'env':>12} {'backend/raw':>11} {'env/raw':>8} "
-    f"{'backend +us':>11} {'env +us':>9}"
+    f"{'num_envs':>8} {'raw steps/s':>12} {'backend':>12} {'env':>12} {'backend/raw':>11} {'reads/raw':>9} "
+    f"{'env/raw':>8} {'backend +us':>11} {'env +us':>9}"
 )
 EAGER_HEADER = f" {'env eager':>12} {'eager/raw':>9} {'graph/eager':>11}"
 
@@ -304,7 +313,7 @@ def _line(r: dict) -> str:
     """A row of the table: the eager columns where the env step runs as a CUDA graph."""
     line = (
         f"{r['num_envs']:>8} {r['raw_sps']:>12,.0f} {r['backend_sps']:>12,.0f} {r['env_sps']:>12,.0f} "
-        f"{r['backend_ratio']:>11.1%} {r['env_ratio']:>8.1%} "
+        f"{r['backend_ratio']:>11.1%} {r['reads_ratio']:>9.1%} {r['env_ratio']:>8.1%} "
         f"{r['backend_overhead_us']:>11.1f} {r['env_overhead_us']:>9.1f}"
     )
     if "env_eager_sps" in r:
