@@ -57,7 +57,14 @@ def check_passed(done, summary, site, steps):
 
 
 BENCH_KEYS = {"task", "backend", "device", "num_envs", "raw_sps", "backend_sps", "env_sps", "backend_ratio"}
-BENCH_KEYS |= {"reads_sps", "reads_ratio", "env_ratio", "backend_overhead_us", "env_overhead_us", "cuda_graph"}
+BENCH_KEYS |= {
+    "reads_sps",
+    "reads_ratio",
+    "env_ratio",
+    "backend_overhead_us",
+    "env_overhead_us",
+    "cuda_graph",
+}
 EAGER_KEYS = {"env_eager_sps", "env_eager_ratio", "env_eager_overhead_us", "graph_eager_ratio"}
 
 
