@@ -304,7 +304,7 @@ class UniEnv(VectorEnv):
     # The CPU engine's hot path: the env hands the backend arrays it made itself (ctrl from
     # checked actions, states for its own sorted ids), so it calls the engine hooks past the
     # contract's argument checks (5 us a step at 1 env), checking in NumPy only what a task's
-    # bug could break: shapes and finiteness. Device backends take the public calls.
+    # bug could break: shapes and finiteness. Torch tasks and device backends take the public calls.
 
     def _physics_step(self, ctrl) -> None:
         """backend.step_tensor(ctrl, task.decimation)."""
@@ -315,8 +315,11 @@ class UniEnv(VectorEnv):
         self.backend._ready()
         self.backend._step(torch.from_numpy(ctrl), self.task.decimation)
 
-    def _set_rows(self, ids: np.ndarray, qpos, qvel) -> None:
-        """backend.set_state_tensor(ids, qpos, qvel) for sorted NumPy ids (the CPU engine)."""
+    def _set_rows(self, ids, qpos, qvel) -> None:
+        """backend.set_state_tensor(ids, qpos, qvel), ids sorted (backends that take ids)."""
+        if not self._host_arrays:
+            self.backend.set_state_tensor(ids, qpos, qvel)
+            return
         self._check_task_output("reset_state", "qpos", qpos, (len(ids), self.backend.nq))
         self._check_task_output("reset_state", "qvel", qvel, (len(ids), self.backend.nv))
         self.backend._ready()
