@@ -1,12 +1,13 @@
 """The benchmark's raw and backend loops simulate the env's own motions: replaying its recorded
-transitions (`unienv.bench.Replay`) through a fresh backend reproduces the env's states."""
+transitions (`unienv.bench.Replay`) through a fresh backend, or through the raw MuJoCo loop,
+reproduces the env's states."""
 
 import pytest
 import torch
 
 import unienv
 from unienv import backends
-from unienv.bench import Replay
+from unienv.bench import Replay, raw_mujoco
 from unienv.errors import ArgumentError
 
 
@@ -27,9 +28,15 @@ def test_replaying_the_recorded_transitions_reproduces_the_envs_states(task):
             sim.set_state_tensor(*write)
         sim.step_tensor(ctrl, env.task.decimation)
     ongoing = env.episode_length > 0  # the envs that did not restart after the last step
-    for name in ("qpos", "qvel"):
+    raw = raw_mujoco(sim, env.task.decimation, replay)  # its own batch, from the scene's MJCF
+    for _ in replay.writes:
+        raw_state = raw()
+    for name, raw_view in zip(("qpos", "qvel"), raw_state, strict=True):
         replayed, own = sim.get_state_views()[name][ongoing], env.backend.get_state_views()[name][ongoing]
         assert torch.equal(replayed, own), name
+        # the raw loop resets the envs it restarts as the backend does (solver warm start
+        # included): one that wrote only qpos and qvel would simulate other motions
+        assert torch.equal(torch.from_numpy(raw_view)[ongoing], own), name
     env.close()
     sim.close()
 

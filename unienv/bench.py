@@ -8,7 +8,8 @@
 For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
 
-  raw        the engine alone: write restarted envs' states and ctrl, step
+  raw        the engine alone: reset restarted envs (on MuJoCo Warp: clear their
+             solver warm start) and write their states, write ctrl, step
              `decimation` times, read qpos/qvel
   backend    unienv's backend: set_state_tensor of restarted envs,
              step_tensor(ctrl, decimation) and its state views
@@ -60,28 +61,34 @@ from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import TASKS, task_class
 
 
-def raw_mujoco(backend, decimation: int, replay: Replay) -> Callable[[], None]:
-    """mujoco.batch alone: the loop unienv's mujoco backend wraps."""
+def raw_mujoco(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
+    """mujoco.batch alone: the loop unienv's mujoco backend wraps. Each raw loop's call returns
+    the qpos and qvel it read."""
     from mujoco import batch as mjbatch
 
     model = load_mjmodel(backend.scene, backend.dt)
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
     writes, controls = replay.numpy()
+    by_row = backend._reset_by_row  # whether zeroing a state row resets that sim, as the backend does
 
-    def step() -> None:
+    def step() -> tuple:
         i = replay.next()
-        if writes[i] is not None:  # the envs that restarted
+        if writes[i] is not None:  # the envs that restarted: reset (solver warm start included), then set
             rows, q, v = writes[i]
+            if by_row:
+                batch.state[rows] = 0.0
+            else:
+                batch.reset(rows, stage=0)
             qpos[rows], qvel[rows] = q, v
         ctrl[:] = controls[i]
         batch.step(nstep=decimation)
-        qpos.copy(), qvel.copy()
+        return qpos.copy(), qvel.copy()
 
     return step
 
 
-def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], None]:
+def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
     """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
     import mujoco_warp as mjw
     import warp as wp
@@ -94,6 +101,7 @@ def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], None]:
         m = mjw.put_model(model)
         d = mjw.make_data(model, nworld=num_envs)
         ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        warmstart = wp.to_torch(d.qacc_warmstart)
         mjw.step(m, d)  # compile before capturing
         with wp.ScopedCapture() as capture:
             for _ in range(decimation):
@@ -102,19 +110,19 @@ def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], None]:
     stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
     writes, controls = replay.on(qpos.device, qpos.dtype)
 
-    def step() -> None:
+    def step() -> tuple:
         i = replay.next()
-        if writes[i] is not None:  # the envs that restarted
+        if writes[i] is not None:  # the envs that restarted, their solver warm start cleared
             rows, q, v = writes[i]
-            qpos[rows], qvel[rows] = q, v
+            qpos[rows], qvel[rows], warmstart[rows] = q, v, 0.0
         ctrl.copy_(controls[i])
         wp.capture_launch(capture.graph, stream=stream)
-        qpos.clone(), qvel.clone()
+        return qpos.clone(), qvel.clone()
 
     return step
 
 
-def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], None]:
+def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
     """Genesis alone, built with the backend's own options: write the restarted envs' states
     and the actuators' controls, step `decimation` times, read qpos and qvel."""
     import genesis as gs
@@ -132,7 +140,7 @@ def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], None]:
     dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
     writes, controls = replay.on(gs.device, gs.tc_float)
 
-    def step() -> None:
+    def step() -> tuple:
         i = replay.next()
         if writes[i] is not None:  # the envs that restarted
             rows, q, v = writes[i]
@@ -141,7 +149,7 @@ def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], None]:
         robot.control_dofs_position(controls[i], dofs)
         for _ in range(decimation):
             scene.step(update_visualizer=False)
-        robot.get_qpos(), robot.get_dofs_velocity()
+        return robot.get_qpos(), robot.get_dofs_velocity()
 
     return step
 
@@ -188,14 +196,14 @@ class Replay:
 
 REPLAY_STEPS = 64  # env steps recorded for the raw and backend loops to replay
 
-RAW_LOOPS: dict[str, Callable[..., Callable[[], None]]] = {
+RAW_LOOPS: dict[str, Callable[..., Callable[[], tuple]]] = {
     "mujoco": raw_mujoco,
     "mjwarp": raw_mjwarp,
     "genesis": raw_genesis,
 }
 
 
-def _rate(step: Callable[[], None], seconds: float, device: torch.device) -> float:
+def _rate(step: Callable[[], object], seconds: float, device: torch.device) -> float:
     """Calls per second of step over at least `seconds` (queued GPU work included)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step()
