@@ -8,9 +8,10 @@
 For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
 
-  raw        the engine alone: reset restarted envs (on MuJoCo Warp: clear their
-             solver warm start) and write their states, write ctrl, step
-             `decimation` times, read qpos/qvel
+  raw        the engine alone: write restarted envs' states (on MuJoCo after
+             resetting them, solver warm start included; on MuJoCo Warp after
+             clearing their warm start), write ctrl, step `decimation` times,
+             read qpos/qvel
   backend    unienv's backend: set_state_tensor of restarted envs,
              step_tensor(ctrl, decimation) and its state views
   reads      the backend loop plus the task's read of the state: the derived
@@ -24,8 +25,8 @@ in rounds (the best round of each counts, which damps a shared machine's noise):
 
 Raw, backend and reads replay the env's own transitions (`Replay`: 64 env steps of the
 bench's random actions, recorded before timing): each call writes the states of
-the envs that restarted before that step, as a user's loop writes the states it
-resets, and the controls the env wrote, so that the loops simulate the same
+the envs that restarted before that step, as a user's loop resets envs and writes
+their states, and the controls the env wrote, so that the loops simulate the same
 motions, envs ending and restarting among them.
 
 It prints, one table per task, env-steps/s, the ratios to raw, and the time the

@@ -303,8 +303,9 @@ class UniEnv(VectorEnv):
 
     # The CPU engine's hot path: the env hands the backend arrays it made itself (ctrl from
     # checked actions, states for its own sorted ids), so it calls the engine hooks past the
-    # contract's argument checks (5 us a step at 1 env), checking in NumPy only what a task's
-    # bug could break: shapes and finiteness. Torch tasks and device backends take the public calls.
+    # contract's argument checks (2 us a step at 1 env, 20-75 us at 256 envs, where they run right
+    # after the physics), checking in NumPy only what a task's bug could break: shapes and
+    # finiteness. Torch tasks and device backends take the public calls.
 
     def _physics_step(self, ctrl) -> None:
         """backend.step_tensor(ctrl, task.decimation)."""
