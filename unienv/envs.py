@@ -313,8 +313,7 @@ class UniEnv(VectorEnv):
             self.backend.step_tensor(ctrl, self.task.decimation)
             return
         self._check_task_output("action_to_ctrl", "ctrl", ctrl, (self.num_envs, self.backend.nu))
-        self.backend._ready()
-        self.backend._step(torch.from_numpy(ctrl), self.task.decimation)
+        self.backend.step_unchecked(torch.from_numpy(ctrl), self.task.decimation)
 
     def _set_rows(self, ids, qpos, qvel) -> None:
         """backend.set_state_tensor(ids, qpos, qvel), ids sorted (backends that take ids)."""
@@ -323,8 +322,7 @@ class UniEnv(VectorEnv):
             return
         self._check_task_output("reset_state", "qpos", qpos, (len(ids), self.backend.nq))
         self._check_task_output("reset_state", "qvel", qvel, (len(ids), self.backend.nv))
-        self.backend._ready()
-        self.backend._set_state(torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel))
+        self.backend.set_state_unchecked(torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel))
 
     def _check_task_output(self, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
         source = f"{type(self.task).__name__}.{method}"

@@ -521,6 +521,22 @@ class SimBackend(abc.ABC):
             self._nonfinite_input |= bad
         self._step(ctrl, nsteps)
 
+    def step_unchecked(self, ctrl: torch.Tensor, nsteps: int) -> None:
+        """step_tensor without its argument checks, for a caller that made its arguments
+        itself: ctrl a finite (num_envs, nu) tensor in the backend's dtype on its device,
+        nsteps a positive int. The env's fast path on the CPU engine, where those checks
+        cost as much as a small model's physics; a wrong argument is undefined behaviour."""
+        self._ready()
+        self._step(ctrl, nsteps)
+
+    def set_state_unchecked(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """set_state_tensor without its argument checks, for a caller that made its
+        arguments itself: env_ids a sorted int64 tensor of distinct ids, qpos (len(ids), nq)
+        and qvel (len(ids), nv) finite, in the backend's dtype on its device."""
+        self._ready()
+        if len(env_ids):
+            self._set_state(env_ids, qpos, qvel)
+
     def get_state_views(self) -> Mapping[str, torch.Tensor]:
         """Live tensors time (N,), qpos (N,nq), qvel (N,nv), ctrl (N,nu)."""
         self._ready()
