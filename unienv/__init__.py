@@ -15,7 +15,7 @@ if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
 
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
-from unienv.envs import NumpyEnv, SingleEnv, UniEnv, numpy_env  # noqa: E402
+from unienv.env import NumpyEnv, SingleEnv, UniEnv, numpy_env  # noqa: E402
 from unienv.errors import ArgumentError, BackendClosedError, CapabilityError  # noqa: E402
 from unienv.make import make, make_single, make_vector, register_envs  # noqa: E402
 

@@ -85,3 +85,12 @@ NUMPY = _numpy()
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     """The NumPy dtype of a torch dtype (torch.float64 -> float64)."""
     return torch.empty(0, dtype=dtype).numpy().dtype
+
+
+def to_numpy(x):
+    """A tensor as a NumPy array on the host, through nested dicts (anything else as is)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: to_numpy(v) for k, v in x.items()}
+    return x

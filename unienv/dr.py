@@ -72,7 +72,7 @@ import dataclasses
 import math
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -84,6 +84,7 @@ from omegaconf import OmegaConf
 from unienv.backends.base import DR_TERMS, SimBackend
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.random import EnvRandom, Sampler
+from unienv.rows import Rows, host_rows
 
 SPECIAL = ("obs_noise", "action_latency", "push", "init_state")
 PARAMS = DR_TERMS + SPECIAL
@@ -408,42 +409,6 @@ def _operate(operation: str, base: torch.Tensor, x: torch.Tensor) -> torch.Tenso
     return base + x
 
 
-@dataclasses.dataclass(frozen=True)
-class _Rows:
-    """The envs one call touches: `mask` (num_envs,) always, and `ids` where host reads
-    are free (sync_free False), so that draws and writes cover those envs only.
-    Without ids every operation runs over all envs with the mask (static shapes, no
-    host sync). Sampled rows follow `sampler()`: one per id, or one per env."""
-
-    mask: torch.Tensor
-    ids: torch.Tensor | None = None
-
-    def sampler(self, random: EnvRandom) -> Sampler:
-        return random.for_mask(self.mask) if self.ids is None else random.for_envs(self.ids)
-
-    def take(self, x: torch.Tensor) -> torch.Tensor:
-        """A copy of x's rows, aligned with the sampled rows."""
-        return x.clone() if self.ids is None else x[self.ids]
-
-    def put(self, dst: torch.Tensor, src: torch.Tensor, cols: torch.Tensor | None = None) -> None:
-        """dst[env, cols] = src for the envs touched (src aligned with the sampled rows)."""
-        if self.ids is not None:
-            dst[self.ids if cols is None else (self.ids[:, None], cols)] = src
-            return
-        keep = self.mask.reshape(-1, *(1,) * (src.ndim - 1))
-        if cols is None:
-            dst.copy_(torch.where(keep, src, dst))
-        else:
-            dst[:, cols] = torch.where(keep, src, dst[:, cols])
-
-    def extremes(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The smallest and largest of x over the envs touched (+inf, -inf for none)."""
-        if self.ids is None:
-            keep = self.mask.reshape(-1, *(1,) * (x.ndim - 1))
-            return torch.where(keep, x, math.inf).amin(), torch.where(keep, x, -math.inf).amax()
-        return x.amin(), x.amax()
-
-
 @dataclasses.dataclass
 class _Bound:
     """A term resolved against one backend, with its per-env stream and last draws."""
@@ -460,15 +425,15 @@ class _Bound:
     body: int = -1  # push: the pushed body
     subtree: torch.Tensor | None = None  # push: it and its descendants, whose mass moves
 
-    def sample(self, rows: _Rows, width: int) -> torch.Tensor:
+    def sample(self, rows: Rows, width: int) -> torch.Tensor:
         """(rows, width) draws of the term's distribution, noted in the range of draws."""
         return self.seen(rows, self.term.distribution.sample(rows.sampler(self.random), (width,)))
 
-    def draw(self, rows: _Rows) -> torch.Tensor:
+    def draw(self, rows: Rows) -> torch.Tensor:
         """(rows, E) samples, shared across entries if asked."""
         return self.sample(rows, 1 if self.term.shared else len(self.cols)).expand(-1, len(self.cols))
 
-    def seen(self, rows: _Rows, x: torch.Tensor) -> torch.Tensor:
+    def seen(self, rows: Rows, x: torch.Tensor) -> torch.Tensor:
         """Widen the range of draws by the rows of x that are drawn; returns x."""
         if x.numel():
             lo, hi = rows.extremes(x.to(self.low.dtype))
@@ -476,7 +441,7 @@ class _Bound:
             torch.maximum(self.high, hi, out=self.high)
         return x
 
-    def draw_interval(self, rows: _Rows) -> torch.Tensor:
+    def draw_interval(self, rows: Rows) -> torch.Tensor:
         lo, hi = self.term.interval
         return rows.sampler(self.random).integers((), lo, hi + 1)
 
@@ -493,14 +458,22 @@ class DomainRandomization:
     once when its mask is empty and then works on the masked envs' ids only.
     """
 
-    def __init__(self, config: Mapping[str, Any] | Sequence[Term], backend: SimBackend, task: Any, seed=None):
+    def __init__(
+        self,
+        config: Mapping[str, Any] | Sequence[Term],
+        backend: SimBackend,
+        task: Any,
+        seed=None,
+        *,
+        rows: Callable[[torch.Tensor], Rows | None] = host_rows,
+    ):
         terms = tuple(config) if _is_terms(config) else parse(config)
         terms = tuple(_with_roles(t, task) for t in terms)
         self.backend = backend
         self.num_envs = n = backend.num_envs
         self.device = dev = backend.device
         self.terms = terms
-        self._sync_free = backend.get_capabilities().sync_free
+        self._select = rows  # the env's row selector: host ids or device masks
         self._obs_dim = int(np.prod(task.single_observation_space.shape))
         self._obs_dtype = task.single_observation_space.dtype
         self._act_dim = int(np.prod(task.single_action_space.shape))
@@ -518,9 +491,7 @@ class DomainRandomization:
         self._interval = [b for b in self._bound if b.term.schedule == "interval"]
         self._obs_offset = torch.zeros(n, self._obs_dim, dtype=torch.float64, device=dev)
         self._env_index = torch.arange(n, device=dev)
-        self._all = _Rows(
-            torch.ones(n, dtype=torch.bool, device=dev), None if self._sync_free else self._env_index
-        )
+        self._all = rows(torch.ones(n, dtype=torch.bool, device=dev))
         self._head = torch.zeros((), dtype=torch.int64, device=dev)  # the latency ring's newest slot
         # current values of every backend parameter the terms write (and body_mass for pushes),
         # (N, *shape) float64, read from the backend once at startup: no write reads it back
@@ -715,19 +686,8 @@ class DomainRandomization:
             if b.term.schedule == "interval":
                 b.countdown = b.draw_interval(self._all)
 
-    def _rows(self, mask: torch.Tensor) -> _Rows | None:
-        """The envs of mask as this backend works on them; None where nothing is to do
-        (only known, and only asked, where host reads are free)."""
-        if self._sync_free:
-            return _Rows(mask)
-        ids = torch.nonzero(mask).flatten()
-        return _Rows(mask, ids) if len(ids) else None
-
-    def reset(self, mask: torch.Tensor) -> None:
-        """Before the masked envs' state is set: reset-time terms, timers, bias, latency."""
-        rows = self._rows(mask)
-        if rows is None:
-            return
+    def reset(self, rows: Rows) -> None:
+        """Before the rows' state is set: reset-time terms, timers, bias, latency."""
         for b in self._bound:
             t = b.term
             if t.schedule == "reset":
@@ -738,20 +698,22 @@ class DomainRandomization:
                 bias = rows.sampler(b.random).uniform((len(b.cols),), -t.bias, t.bias)
                 rows.put(b.value, b.seen(rows, bias))
         if self._by_kind["action_latency"]:
-            self._history.masked_fill_(mask[None, :, None], 0.0)
+            self._history.masked_fill_(rows.mask[None, :, None], 0.0)
 
-    def reset_state(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor):
-        """The task's reset state (N, nq) and (N, nv) with the init_state terms applied to
-        the masked envs' rows; other rows come back unchanged."""
-        rows = self._rows(mask) if self._by_kind["init_state"] else None
-        if rows is None:
+    def reset_state(self, rows: Rows, qpos: torch.Tensor, qvel: torch.Tensor):
+        """The task's reset state with the init_state terms applied: qpos and qvel hold a row
+        per sampled row of `rows` (per id, or per env by mask, where rows outside it come back
+        unchanged)."""
+        if not self._by_kind["init_state"]:
             return qpos, qvel
         state = {"qpos": qpos.clone(), "qvel": qvel.clone()}
         for b in self._by_kind["init_state"]:
             x = b.draw(rows)
             target = state[b.term.field]
-            base = rows.take(target)[:, b.cols].to(torch.float64)
-            rows.put(target, _operate(b.term.operation, base, x).to(target.dtype), b.cols)
+            new = _operate(b.term.operation, target[:, b.cols].to(torch.float64), x).to(target.dtype)
+            target[:, b.cols] = (
+                new if rows.ids is not None else torch.where(rows.mask[:, None], new, target[:, b.cols])
+            )
             rows.put(b.value, x)
         return state["qpos"], state["qvel"]
 
@@ -762,7 +724,7 @@ class DomainRandomization:
         for b in self._interval:
             b.countdown -= 1
             due = b.countdown <= 0
-            rows = self._rows(due)
+            rows = self._select(due)
             if rows is None:
                 continue
             rows.put(b.countdown, b.draw_interval(rows))
@@ -779,13 +741,13 @@ class DomainRandomization:
             return h[(head - delay) % len(h), self._env_index].to(actions.dtype)
         return actions
 
-    def observation(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """obs plus noise: fresh noise for the masked envs (None: all), the same as last
-        time for the others."""
+    def observation(self, obs: torch.Tensor, rows: Rows | None = None) -> torch.Tensor:
+        """obs plus noise: fresh noise for the rows (None: all), the same as last time for
+        the others."""
         noise = self._by_kind["obs_noise"]
         if not noise:
             return obs
-        rows = self._all if mask is None else self._rows(mask)
+        rows = self._all if rows is None else rows
         if rows is not None:
             for b in noise:
                 fresh = b.term.distribution.sample(rows.sampler(b.random), (len(b.cols),))
@@ -794,7 +756,7 @@ class DomainRandomization:
 
     # ---- writing --------------------------------------------------------------
 
-    def _apply(self, b: _Bound, rows: _Rows) -> None:
+    def _apply(self, b: _Bound, rows: Rows) -> None:
         t = b.term
         if t.kind == "model":
             value = _operate(t.operation, b.base, b.draw(rows))

@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode
 
 from unienv import backends
 from unienv import dr as domain_randomization
-from unienv.envs import SingleEnv, UniEnv
+from unienv.env import SingleEnv, UniEnv
 from unienv.tasks import TASKS, checked_options, gym_id, task_class
 
 

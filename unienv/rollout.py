@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import ArgumentError
 from unienv.wrappers import checkpoint
 

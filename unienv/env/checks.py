@@ -1,0 +1,124 @@
+"""The env's argument checks: each refuses with an `ArgumentError` naming the argument,
+before anything changes (construction options, seeds, reset options, actions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+
+from unienv.errors import ArgumentError, unknown_name
+
+NONFINITE_ACTIONS = ("raise", "zero")
+# actions outside the action space: "clip" (default) or "raise"; Gymnasium's pass-through is not
+# offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
+OUT_OF_BOUNDS_ACTIONS = ("clip", "raise")
+SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
+
+
+def checked_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ArgumentError(f"seed: expected an int in [0, 2**32) or None, got {seed!r}")
+    if not SEED_RANGE[0] <= seed < SEED_RANGE[1]:
+        raise ArgumentError(f"seed: expected an int in [0, 2**32) or None, got {seed}")
+    return int(seed)
+
+
+def checked_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    """An AutoresetMode, or its name or value in any case."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    names = {m.name.lower(): m for m in AutoresetMode} | {m.value: m for m in AutoresetMode}
+    if isinstance(mode, str) and mode.lower() in names:
+        return names[mode.lower()]
+    raise ArgumentError(f"autoreset_mode: expected one of {[m.name for m in AutoresetMode]}, got {mode!r}")
+
+
+def check_options(
+    max_episode_steps: Any,
+    render_mode: Any,
+    cuda_graph: Any,
+    nonfinite_actions: Any,
+    out_of_bounds_actions: Any,
+) -> None:
+    """UniEnv's scalar options."""
+    if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+        raise ArgumentError(f"max_episode_steps: expected a positive int, got {max_episode_steps!r}")
+    if render_mode not in (None, "rgb_array"):
+        raise ArgumentError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
+    if cuda_graph not in (None, True, False):
+        raise ArgumentError(f"cuda_graph: expected None, True or False, got {cuda_graph!r}")
+    if nonfinite_actions not in NONFINITE_ACTIONS:
+        raise ArgumentError(
+            f"nonfinite_actions: expected one of {NONFINITE_ACTIONS}, got {nonfinite_actions!r}"
+        )
+    if out_of_bounds_actions not in OUT_OF_BOUNDS_ACTIONS:
+        raise ArgumentError(
+            f"out_of_bounds_actions: expected one of {OUT_OF_BOUNDS_ACTIONS}, got {out_of_bounds_actions!r}"
+        )
+
+
+def checked_render_env_ids(render_env_ids: Sequence[int] | None, num_envs: int) -> list[int]:
+    """The envs render() draws: a non-empty list of ids in [0, num_envs) (default: all)."""
+    if render_env_ids is None:
+        render_env_ids = range(num_envs)
+    ids = list(render_env_ids) if isinstance(render_env_ids, (Sequence, range)) else None
+    if (
+        not ids
+        or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids)
+        or min(ids) < 0
+        or max(ids) >= num_envs
+    ):
+        raise ArgumentError(
+            f"render_env_ids: expected a non-empty list of int ids in [0, {num_envs}), got {render_env_ids!r}"
+        )
+    return [int(i) for i in ids]
+
+
+def checked_reset_mask(options: Any, num_envs: int) -> torch.Tensor | None:
+    """options["reset_mask"] as a bool tensor (num_envs,), or None for every env."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise ArgumentError(f"options: expected a dict or None, got {type(options).__name__}")
+    unknown = sorted(set(options) - {"reset_mask"}, key=str)
+    if unknown:
+        raise ArgumentError(f"options: {unknown_name('key', unknown[0], ['reset_mask'])}")
+    if "reset_mask" not in options:
+        return None
+    given = options["reset_mask"]
+    mask = given if isinstance(given, torch.Tensor) else torch.as_tensor(np.asarray(given))
+    if mask.dtype != torch.bool or mask.shape != (num_envs,):
+        raise ArgumentError(
+            f"options['reset_mask']: expected a bool array of shape ({num_envs},), "
+            f"got {type(given).__name__} of {mask.dtype} {tuple(mask.shape)}"
+        )
+    return mask
+
+
+def checked_action_input(actions: Any, shape: tuple[int, int]) -> None:
+    """actions: a float torch tensor or NumPy array of `shape`."""
+    if isinstance(actions, np.ndarray):
+        if actions.dtype.kind != "f":
+            raise ArgumentError(f"actions: expected a float array, got {actions.dtype}")
+        if actions.shape != shape:
+            raise ArgumentError(f"actions: expected shape {shape}, got {actions.shape}")
+        return
+    if not isinstance(actions, torch.Tensor):
+        raise ArgumentError(f"actions: expected a tensor or array {shape}, got {type(actions).__name__}")
+    if actions.shape != shape:
+        raise ArgumentError(f"actions: expected shape {shape}, got {tuple(actions.shape)}")
+    if not actions.dtype.is_floating_point:
+        raise ArgumentError(f"actions: expected a float tensor, got {actions.dtype}")
+
+
+def check_task_output(task: Any, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
+    """What a task handed the engine past the contract's checks: its shape and finiteness."""
+    source = f"{type(task).__name__}.{method}"
+    if x.shape != shape:
+        raise ArgumentError(f"{name}: {source} gave shape {x.shape}, expected {shape}")
+    if not np.isfinite(x).all():
+        raise ArgumentError(f"{name}: {source} gave NaN or inf")

@@ -1,0 +1,347 @@
+"""UniEnv: a Gymnasium vector env over a Task and a SimBackend.
+
+`UniEnv` is a `gymnasium.vector.VectorEnv` whose inputs and outputs are torch
+tensors on the backend's device, batch dimension first. One `step`:
+
+    ctrl = task.action_to_ctrl(actions); backend.step_tensor(ctrl, decimation)
+    reward, terminated from the task; truncated when the episode reaches
+    max_episode_steps; then autoreset as `metadata["autoreset_mode"]` says.
+
+Autoreset modes (Gymnasium's `AutoresetMode`):
+  SAME_STEP (default)  done envs are reset inside the step that ends them; the
+                       returned obs is the new episode's first; the terminal obs
+                       is in info["final_obs"] (rows where info["_final_obs"])
+                       and episode stats in info["final_info"]["episode_stats"].
+  NEXT_STEP            the step after a done step resets those envs instead of
+                       stepping them (reward 0, not done); stats in info["episode_stats"].
+  DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
+
+Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
+episode ended in this step. They are not under "episode", the key of
+Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
+mode; unienv's own are the env's returns, before any reward wrapper.
+
+Every info key `k` that is per env comes with a `_k` bool mask. Seeding:
+env i's resets sample from its own stream keyed by seed + i
+(`unienv.random`), so the same seed gives the same trajectories bit for bit on
+the CPU, and env i of a vector seeded s matches a single env seeded s + i.
+
+Domain randomization (`dr=`, see `unienv.dr`) hooks in at four places, and
+costs nothing when dr is None: startup terms once after the backend is built,
+reset terms in each env's reset (before its state is set), interval terms,
+pushes and action latency before each physics step, and observation noise on
+each observation. `env.dr_params()` gives each env's current parameters.
+
+The step is one pipeline: `_transition` (DR, actions to ctrl, physics, the
+task's reading, reward and termination), the autoreset of the mode (bound at
+construction), and the observation, with divergence masking as its last write.
+The task is pure: the env keeps its reading of the last state (the `prev` of the
+next reward) and its per-env memory, and hands them in.
+
+Where the state lives decides how each part runs, and that is the env's `Path`
+(`unienv.env.paths`), chosen once at construction: on the CPU engine ended envs
+are reset by id and work with nothing to do is skipped; on a backend whose state
+lives on a device nothing in a step reads a device value on the host, ended envs
+are reset by mask with static shapes, and the step can be recorded as one CUDA
+graph (`cuda_graph=`, where `Capabilities.cuda_graph`; `unienv.env.graph`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from unienv.arrays import to_numpy
+from unienv.backends import SimBackend
+from unienv.dr import DomainRandomization
+from unienv.env.checks import (
+    check_options,
+    checked_autoreset_mode,
+    checked_render_env_ids,
+    checked_reset_mask,
+    checked_seed,
+)
+from unienv.env.paths import choose_path, graph_wanted
+from unienv.errors import ArgumentError
+from unienv.random import EnvRandom
+from unienv.task import Task
+from unienv.tasks import require
+
+
+class UniEnv(VectorEnv):
+    """num_envs copies of a task on one batched backend; see the module docstring."""
+
+    def __init__(
+        self,
+        task: Task,
+        backend: SimBackend,
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        render_env_ids: Sequence[int] | None = None,
+        render_size: tuple[int, int] = (480, 640),
+        nonfinite_actions: str = "raise",
+        out_of_bounds_actions: str = "clip",
+        dr: Any = None,
+        seed: int | None = None,
+        cuda_graph: bool | None = None,
+    ):
+        """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
+        seeds the first reset and the DR streams (startup terms draw from it);
+        cuda_graph: replay each step as one CUDA graph (default: where the backend
+        allows it, `Capabilities.cuda_graph`); out_of_bounds_actions: what a finite action
+        outside the action space does, "clip" (to the space's bounds, what the actuators'
+        ctrlrange does to the physics anyway; the reward then sees the clipped action) or
+        "raise" (at once on mujoco; on mjwarp and genesis, which read nothing back in a step,
+        clipped in the step and raised at the next reset()); render_env_ids: the envs render()
+        draws (default every env, one frame each, as Gymnasium's vector RecordVideo expects)."""
+        autoreset_mode = checked_autoreset_mode(autoreset_mode)
+        if max_episode_steps is None:
+            max_episode_steps = task.max_episode_steps
+        check_options(max_episode_steps, render_mode, cuda_graph, nonfinite_actions, out_of_bounds_actions)
+        self.render_env_ids = checked_render_env_ids(render_env_ids, backend.num_envs)
+        if abs(backend.dt - task.sim_dt) > 1e-12:
+            raise ArgumentError(f"backend: its sim_dt {backend.dt} differs from the task's {task.sim_dt}")
+
+        self.task, self.backend = task, backend
+        self.num_envs = n = backend.num_envs
+        self.device = backend.device
+        self.max_episode_steps = max_episode_steps
+        self.render_mode = render_mode
+        self.render_size = render_size
+        self.nonfinite_actions = nonfinite_actions
+        self.out_of_bounds_actions = out_of_bounds_actions
+        self.single_action_space = task.single_action_space
+        self.single_observation_space = task.single_observation_space
+        self.action_space = batch_space(self.single_action_space, n)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.metadata = {
+            "autoreset_mode": autoreset_mode,
+            "render_modes": ["rgb_array"],
+            "render_fps": round(1.0 / task.dt),
+        }
+        caps = backend.get_capabilities()
+        path = choose_path(caps, task)
+        # checked before the build; DR selects rows as the env does
+        self.dr = DomainRandomization(dr, backend, task, seed, rows=path.dr_rows) if dr else None
+
+        require(task, backend)
+        backend.materialize()
+        task.setup(backend)
+        self.dtype = caps.dtype
+        self._mocap = caps.mocap and backend.nmocap > 0
+        self._random = EnvRandom(n, self.device)
+        if seed is not None:
+            self._random.seed(checked_seed(seed))
+        self._path = path(self, self._random, graph_wanted(caps, cuda_graph))
+        if self.dr is not None:
+            self.dr.startup()
+        self._autoreset = {
+            AutoresetMode.SAME_STEP: self._autoreset_same_step,
+            AutoresetMode.NEXT_STEP: self._autoreset_next_step,
+            AutoresetMode.DISABLED: self._autoreset_disabled,
+        }[autoreset_mode]
+        # the env's own arrays are of the task's namespace (`Task.xp`): NumPy views of torch
+        # tensors where the task computes in NumPy (the CPU engine), torch tensors otherwise
+        xp = self._xp = self._path.xp
+        # steps into each env's current episode; writable, e.g. for random episode starts
+        self.episode_length = torch.zeros(n, dtype=torch.int64, device=self.device)
+        self._length = self._path.array(self.episode_length)
+        self._return = xp.zeros(n, task.dtype)
+        self._start = xp.zeros(n, xp.float64)  # perf_counter at the episode's start
+        self._pending_reset = xp.zeros(n, xp.bool)  # NEXT_STEP
+        self._everyone = ~xp.zeros(n, xp.bool)
+        self._obs_dtype = getattr(xp, np.dtype(self.single_observation_space.dtype).name)
+        self._memory: dict[str, Any] = {}
+        self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
+        self._renderer = None
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """metadata["autoreset_mode"], as an attribute too, as Gymnasium's own vector envs have it."""
+        return self.metadata["autoreset_mode"]
+
+    # ---- reset --------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Reset all envs, or those in options["reset_mask"]; returns (obs, info).
+
+        seed: an int in [0, 2**32) (env i then draws from seed + i) or None. Every argument is
+        checked before anything changes."""
+        seed = None if seed is None else checked_seed(seed)
+        mask = checked_reset_mask(options, self.num_envs)
+        self._path.raise_pending()
+        if seed is not None:
+            self._random.seed(seed)
+            if self.dr is not None:
+                self.dr.seed(seed)
+        self._path.tick()
+        # the first reset starts every env, whatever the mask
+        mask = (
+            self._everyone
+            if mask is None or self._reading is None
+            else self._path.array(mask.to(self.device))
+        )
+        obs = self._reset_envs(mask, None)
+        self._pending_reset &= ~mask
+        return self._path.tensor(obs), {}
+
+    def _reset_envs(self, mask, obs):
+        """Start new episodes in the envs of `mask`; returns the observation, `obs`
+        (a fresh one if None) with those envs' rows replaced by their first."""
+        path, task, xp = self._path, self.task, self._xp
+        if obs is not None and not path.any(mask):
+            return obs
+        selection = path.select(mask)
+        if self._reading is not None:  # episodes end: what carries across them (a curriculum)
+            task.on_reset(mask, self._reading, self._memory)
+        if self.dr is not None:
+            self.dr.reset(selection.rows)
+        qpos, qvel = task.reset_state(selection.env_ids, selection.rng)
+        memory = task.reset_memory(selection.rng)
+        if self.dr is not None:
+            qpos, qvel = self.dr.reset_state(selection.rows, path.tensor(qpos), path.tensor(qvel))
+            qpos, qvel = path.array(qpos), path.array(qvel)
+        path.write_state(selection, qpos, qvel)
+        self._memory = path.write_memory(selection, self._memory, memory)
+        pose = task.mocap_pose(self._memory) if self._mocap else None
+        if pose is not None:  # the task's mocap bodies, where the backend moves them per env
+            path.write_mocap(selection, pose)
+        path.clear(self._return, mask, 0.0)
+        path.clear(self._length, mask, 0)
+        path.clear(self._start, mask, path.now())
+        self._reading = path.keep(self._reading, task.read(self.backend))
+        fresh = self._finish_obs(task.observe(self._reading, self._memory), selection.rows)
+        return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
+
+    def _finish_obs(self, obs, fresh_rows):
+        """The task's observation in the space's dtype, with DR noise (fresh for the rows
+        given; None: every env)."""
+        obs = self._xp.astype(obs, self._obs_dtype)
+        if self.dr is None:
+            return obs
+        return self._path.array(self.dr.observation(self._path.tensor(obs), fresh_rows))
+
+    def observe(self) -> torch.Tensor:
+        """The observation of the state the backend holds now (fresh DR noise).
+
+        Call it after writing the backend's state directly (set_state_tensor): the
+        next step's reward then differences against that state.
+        """
+        self._reading = self._path.keep(self._reading, self.task.read(self.backend))
+        return self._path.tensor(self._finish_obs(self.task.observe(self._reading, self._memory), None))
+
+    def dr_params(self) -> dict[str, torch.Tensor]:
+        """Each DR term's current per-env values, (num_envs, E); {} without DR."""
+        return {} if self.dr is None else self.dr.params()
+
+    # ---- step: transition, autoreset, observation ---------------------------
+
+    def step(self, actions):
+        """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
+        if self._reading is None:
+            raise ArgumentError("step: call reset() before the first step")
+        return self._path.run(self._step, self._path.as_actions(actions))
+
+    def _step(self, actions):
+        """The step's work, in the task's namespace: transition, autoreset, outputs."""
+        actions, info = self._path.checked_actions(actions)
+        obs, reward, terminated, truncated = self._transition(actions, info)
+        return self._autoreset(obs, reward, terminated, truncated, info)
+
+    def _transition(self, actions, info: dict):
+        """One env step of physics and the task's outputs, before any reset."""
+        path, task, xp, before, memory = self._path, self.task, self._xp, self._reading, self._memory
+        applied = actions if self.dr is None else path.array(self.dr.actions(path.tensor(actions)))
+        path.physics_step(task.action_to_ctrl(applied))
+        reading = task.read(self.backend)
+        reward, terms = task.reward(reading, before, actions, memory)
+        terminated = task.terminated(reading, memory)
+        self._memory = path.keep(self._memory, task.remember(reading, actions, memory))
+        self._reading = path.keep(self._reading, reading)
+        self._length += 1
+        truncated = self._length >= self.max_episode_steps
+        obs = self._finish_obs(task.observe(reading, self._memory), None)
+        diverged = path.array(self.backend.pop_diverged())
+        if path.any(diverged):  # never hand out a diverged state: end the episode
+            truncated = truncated | diverged
+            reward = xp.where(diverged, 0.0, reward)
+            obs = xp.where(diverged[:, None], 0.0, obs)
+            info["diverged"], info["_diverged"] = diverged, diverged
+        self._return += reward
+        info["reward_terms"] = terms
+        return obs, reward, terminated, truncated
+
+    def _autoreset_same_step(self, obs, reward, terminated, truncated, info):
+        """Done envs start anew now; their last obs goes to info["final_obs"]."""
+        done = terminated | truncated
+        if self._path.any(done):
+            info["final_obs"], info["_final_obs"] = obs, done
+            info["final_info"], info["_final_info"] = (
+                {"episode_stats": self._episode_stats(done), "_episode_stats": done},
+                done,
+            )
+            obs = self._reset_envs(done, obs)
+        return obs, reward, terminated, truncated, info
+
+    def _autoreset_next_step(self, obs, reward, terminated, truncated, info):
+        """Envs that ended last step start anew instead of counting this one (reward 0, not done)."""
+        xp, pending = self._xp, self._pending_reset
+        if self._path.any(pending):
+            obs = self._reset_envs(pending, obs)
+            reward = xp.where(pending, 0.0, reward)
+            terminated, truncated = terminated & ~pending, truncated & ~pending
+        done = terminated | truncated
+        self._episode_info(done, info)
+        self._pending_reset = self._path.keep(self._pending_reset, done)
+        return obs, reward, terminated, truncated, info
+
+    def _autoreset_disabled(self, obs, reward, terminated, truncated, info):
+        """Nothing resets; the caller does, with reset(options={"reset_mask": ...})."""
+        self._episode_info(terminated | truncated, info)
+        return obs, reward, terminated, truncated, info
+
+    def _episode_info(self, done, info: dict) -> None:
+        """Episode stats of the envs that just ended, in info["episode_stats"] (NEXT_STEP, DISABLED)."""
+        if self._path.any(done):
+            info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
+
+    def _episode_stats(self, done) -> dict:
+        xp, elapsed = self._xp, self._path.now() - self._start
+        return {
+            "r": xp.where(done, self._return, 0.0),
+            "l": xp.where(done, self._length, 0),
+            "t": xp.where(done, elapsed, 0.0),
+        }
+
+    # ---- render / close -----------------------------------------------------
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """RGB frames (H, W, 3) uint8 of the envs in render_env_ids."""
+        if self.render_mode is None:
+            gym.logger.warn("render() needs render_mode='rgb_array'")
+            return None
+        if self._renderer is None:
+            from unienv.render import Renderer
+
+            height, width = self.render_size
+            self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
+        qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
+        pose = self.task.mocap_pose(self._memory) if self._memory else None
+        if pose is None:
+            return tuple(self._renderer.render(q) for q in qpos)
+        pos, quat = (to_numpy(x[self.render_env_ids]) for x in pose)
+        return tuple(self._renderer.render(q, p, r) for q, p, r in zip(qpos, pos, quat, strict=True))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self.backend.close()
