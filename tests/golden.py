@@ -28,10 +28,9 @@ import numpy as np
 import torch
 
 import unienv
+from tests.contract.conftest import AVAILABLE, backend_options
 from unienv.errors import CapabilityError
 from unienv.tasks import TASKS
-
-from tests.contract.conftest import AVAILABLE, backend_options
 
 HASHES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden_hashes.json")
 MODES = ("same_step", "next_step", "disabled")

@@ -58,7 +58,12 @@ def rollout(env, mode: str) -> list[dict]:
             out.append({"obs": obs.clone()})
         a = torch.rand(NUM_ENVS, *env.single_action_space.shape, generator=g, dtype=torch.float64) * 2 - 1
         obs, reward, terminated, truncated, info = env.step(a)
-        row = {"obs": obs, "reward": reward, "done": terminated | truncated, "length": env.episode_length.clone()}
+        row = {
+            "obs": obs,
+            "reward": reward,
+            "done": terminated | truncated,
+            "length": env.episode_length.clone(),
+        }
         row |= {f"dr.{k}": v for k, v in env.dr_params().items()}
         if "final_obs" in info:
             row["final_obs"] = info["final_obs"]
