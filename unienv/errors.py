@@ -21,6 +21,10 @@ class BackendClosedError(UnienvError):
     """A backend was used after close()."""
 
 
+class NeedsResetError(UnienvError, RuntimeError):
+    """An env whose last step raised midway: its envs' states and counters disagree until reset()."""
+
+
 class ArgumentError(UnienvError, ValueError):
     """A value of the wrong shape, dtype or range."""
 

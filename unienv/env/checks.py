@@ -17,6 +17,8 @@ NONFINITE_ACTIONS = ("raise", "zero")
 # offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
 OUT_OF_BOUNDS_ACTIONS = ("clip", "raise")
 SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
+MAX_EPISODE_STEPS = 2**62  # episode lengths count in int64 on every backend
+MAX_RENDER_SIZE = 8192  # pixels per side of an offscreen frame
 
 
 def checked_seed(seed: Any) -> int:
@@ -37,16 +39,38 @@ def checked_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ArgumentError(f"autoreset_mode: expected one of {[m.name for m in AutoresetMode]}, got {mode!r}")
 
 
+def checked_max_episode_steps(steps: Any, task: Any) -> int:
+    """The episode length in env steps: the given int, or the task's (its episode_length_s / dt)."""
+    where = "max_episode_steps"
+    if steps is None:
+        steps = task.max_episode_steps
+        where += f" (the task's episode_length_s={task.episode_length_s} / dt={task.dt})"
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ArgumentError(f"{where}: expected a positive int, got {steps!r}")
+    if steps > MAX_EPISODE_STEPS:
+        raise ArgumentError(f"{where}: expected at most 2**62 (episode lengths count in int64), got {steps}")
+    return int(steps)
+
+
+def checked_render_size(size: Any) -> tuple[int, int]:
+    """(height, width) of rendered frames: two ints in [1, MAX_RENDER_SIZE]."""
+    pair = tuple(size) if isinstance(size, (tuple, list)) else None
+    if (
+        pair is None
+        or len(pair) != 2
+        or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in pair)
+        or not all(1 <= x <= MAX_RENDER_SIZE for x in pair)
+    ):
+        raise ArgumentError(
+            f"render_size: expected (height, width), two ints in [1, {MAX_RENDER_SIZE}], got {size!r}"
+        )
+    return int(pair[0]), int(pair[1])
+
+
 def check_options(
-    max_episode_steps: Any,
-    render_mode: Any,
-    cuda_graph: Any,
-    nonfinite_actions: Any,
-    out_of_bounds_actions: Any,
+    render_mode: Any, cuda_graph: Any, nonfinite_actions: Any, out_of_bounds_actions: Any
 ) -> None:
-    """UniEnv's scalar options."""
-    if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1:
-        raise ArgumentError(f"max_episode_steps: expected a positive int, got {max_episode_steps!r}")
+    """UniEnv's choices among named options."""
     if render_mode not in (None, "rgb_array"):
         raise ArgumentError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
     if cuda_graph not in (None, True, False):

@@ -177,8 +177,8 @@ class HostNumpyPath(HostPath):
 
     def as_actions(self, actions) -> np.ndarray:
         checked_action_input(actions, self.action_shape)
-        if isinstance(actions, np.ndarray):
-            return actions.astype(self.np_dtype, copy=False)
+        if isinstance(actions, np.ndarray):  # contiguous: torch takes no negative strides
+            return np.ascontiguousarray(actions, dtype=self.np_dtype)
         if actions.dtype is torch.bfloat16:  # the one float dtype NumPy lacks
             actions = actions.to(self.dtype)
         return actions.numpy(force=True).astype(self.np_dtype, copy=False)
@@ -216,8 +216,8 @@ class TorchArrays:
 
     def as_actions(self, actions) -> torch.Tensor:
         checked_action_input(actions, self.action_shape)
-        if isinstance(actions, np.ndarray):
-            actions = torch.from_numpy(actions.astype(self.np_dtype, copy=False))
+        if isinstance(actions, np.ndarray):  # contiguous: torch takes no negative strides
+            actions = torch.from_numpy(np.ascontiguousarray(actions, dtype=self.np_dtype))
         return actions.to(self.device, self.dtype)
 
     def physics_step(self, ctrl: torch.Tensor) -> None:

@@ -63,12 +63,14 @@ from unienv.dr import DomainRandomization
 from unienv.env.checks import (
     check_options,
     checked_autoreset_mode,
+    checked_max_episode_steps,
     checked_render_env_ids,
+    checked_render_size,
     checked_reset_mask,
     checked_seed,
 )
 from unienv.env.paths import choose_path, graph_wanted
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, BackendClosedError, NeedsResetError
 from unienv.random import EnvRandom
 from unienv.task import Task
 from unienv.tasks import require
@@ -103,9 +105,9 @@ class UniEnv(VectorEnv):
         clipped in the step and raised at the next reset()); render_env_ids: the envs render()
         draws (default every env, one frame each, as Gymnasium's vector RecordVideo expects)."""
         autoreset_mode = checked_autoreset_mode(autoreset_mode)
-        if max_episode_steps is None:
-            max_episode_steps = task.max_episode_steps
-        check_options(max_episode_steps, render_mode, cuda_graph, nonfinite_actions, out_of_bounds_actions)
+        max_episode_steps = checked_max_episode_steps(max_episode_steps, task)
+        check_options(render_mode, cuda_graph, nonfinite_actions, out_of_bounds_actions)
+        render_size = checked_render_size(render_size)
         self.render_env_ids = checked_render_env_ids(render_env_ids, backend.num_envs)
         if abs(backend.dt - task.sim_dt) > 1e-12:
             raise ArgumentError(f"backend: its sim_dt {backend.dt} differs from the task's {task.sim_dt}")
@@ -161,6 +163,7 @@ class UniEnv(VectorEnv):
         self._obs_dtype = getattr(xp, np.dtype(self.single_observation_space.dtype).name)
         self._memory: dict[str, Any] = {}
         self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
+        self._midway = False  # a step is between its first write and its end (an exception left it)
         self._renderer = None
 
     @property
@@ -175,8 +178,13 @@ class UniEnv(VectorEnv):
 
         seed: an int in [0, 2**32) (env i then draws from seed + i) or None. Every argument is
         checked before anything changes."""
+        self._check_open("reset")
         seed = None if seed is None else checked_seed(seed)
         mask = checked_reset_mask(options, self.num_envs)
+        if self._midway and mask is not None:
+            raise NeedsResetError(
+                "reset: an earlier step raised midway; reset every env (no reset_mask) before stepping again"
+            )
         self._path.raise_pending()
         if seed is not None:
             self._random.seed(seed)
@@ -191,6 +199,7 @@ class UniEnv(VectorEnv):
         )
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
+        self._midway = False
         return self._path.tensor(obs), {}
 
     def _reset_envs(self, mask, obs):
@@ -245,22 +254,37 @@ class UniEnv(VectorEnv):
     # ---- step: transition, autoreset, observation ---------------------------
 
     def step(self, actions):
-        """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info."""
+        """Apply actions (num_envs, act_dim); returns obs, reward, terminated, truncated, info.
+
+        A step that raises after it began to write (an exception in the task's or the engine's
+        code) leaves the physics, DR timers and episode counters out of step with each other:
+        the env then refuses to step (NeedsResetError) until a reset() of every env."""
+        self._check_open("step")
         if self._reading is None:
             raise ArgumentError("step: call reset() before the first step")
+        if self._midway:
+            raise NeedsResetError("step: an earlier step raised midway; call reset() before stepping again")
         return self._path.run(self._step, self._path.as_actions(actions))
+
+    def _check_open(self, call: str) -> None:
+        if self.backend.closed:
+            raise BackendClosedError(f"{call}: this env is closed")
 
     def _step(self, actions):
         """The step's work, in the task's namespace: transition, autoreset, outputs."""
         actions, info = self._path.checked_actions(actions)
         obs, reward, terminated, truncated = self._transition(actions, info)
-        return self._autoreset(obs, reward, terminated, truncated, info)
+        outputs = self._autoreset(obs, reward, terminated, truncated, info)
+        self._midway = False
+        return outputs
 
     def _transition(self, actions, info: dict):
         """One env step of physics and the task's outputs, before any reset."""
         path, task, xp, before, memory = self._path, self.task, self._xp, self._reading, self._memory
+        self._midway = self.dr is not None  # DR's timers and latency ring move first
         applied = actions if self.dr is None else path.array(self.dr.actions(path.tensor(actions)))
-        path.physics_step(task.action_to_ctrl(applied))
+        path.physics_step(task.action_to_ctrl(applied))  # a bad ctrl is refused before it is written
+        self._midway = True
         reading = task.read(self.backend)
         reward, terms = task.reward(reading, before, actions, memory)
         terminated = task.terminated(reading, memory)
