@@ -64,11 +64,6 @@ def option_defaults(name: str) -> dict[str, Any]:
     return constructor_options(task_class(name))
 
 
-def option_docs(name: str) -> dict[str, str]:
-    """What each of the task's options means, from its `Options` dataclass."""
-    return {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(task_class(name).Options)}
-
-
 def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """The task's constructor options, each checked against its default's kind: a known name
     (or "did you mean"), a bool for a bool, a finite number for a number (> 0 for a length,
