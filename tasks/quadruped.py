@@ -26,6 +26,7 @@ from unienv.task import Task, TaskOptions, option
 from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+JOINTS = 12  # hip, thigh and calf of each leg, one PD servo each
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
 TERMS = ("lin_vel", "ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height", "torques")
 TERMS += ("action_rate", "feet_air_time")
@@ -85,16 +86,15 @@ class Quadruped(Task):
     sim_dt = 0.005
     decimation = 4
     root_body = "base"
-    single_action_space = gym.spaces.Box(-1.0, 1.0, (12,), np.float32)
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (JOINTS,), np.float32)
     camera = {"distance": 2.0, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"}
     requires = ("body_views", "contact_forces")
     arrays = "any"
     Options = QuadrupedOptions
 
     def observation_blocks(self):
-        joints = self.single_action_space.shape[0]  # one PD servo per joint
         blocks = {"base_lin_vel": 3, "base_ang_vel": 3, "gravity": 3, "command": 3}
-        return blocks | {"joint_pos": joints, "joint_vel": joints, "last_action": joints}
+        return blocks | {"joint_pos": JOINTS, "joint_vel": JOINTS, "last_action": JOINTS}
 
     def setup(self, backend):
         super().setup(backend)
@@ -189,13 +189,13 @@ class Quadruped(Task):
 
     def reset_state(self, env_ids, rng):
         qpos = self.xp.copy(self.xp.broadcast_to(self.home, (rng.rows, len(self.home))))
-        qpos[:, self.q_idx] += rng.uniform((12,), -0.1, 0.1, dtype=self.dtype)
+        qpos[:, self.q_idx] += rng.uniform((JOINTS,), -0.1, 0.1, dtype=self.dtype)
         return qpos, rng.uniform((self.nv,), -0.1, 0.1, dtype=self.dtype)
 
     def reset_memory(self, rng):
-        zeros = self.xp.zeros((rng.rows, len(FEET) + 12), self.dtype)
+        zeros = self.xp.zeros((rng.rows, len(FEET) + JOINTS), self.dtype)
         return {
             "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
-            "last_action": zeros[:, :12],
-            "air_time": zeros[:, 12:],
+            "last_action": zeros[:, :JOINTS],
+            "air_time": zeros[:, JOINTS:],
         }

@@ -65,9 +65,10 @@ class Reacher(Task):
         return s
 
     def observe(self, s, memory):
-        xp, theta = self.xp, s["qpos"][:, :2]
+        xp, q, arm = self.xp, s["qpos"], ARM_JOINTS
+        theta = q[:, :arm]
         return xp.concat(
-            (xp.cos(theta), xp.sin(theta), s["qpos"][:, 2:], s["qvel"][:, :2], s["to_target"][:, :2]), 1
+            (xp.cos(theta), xp.sin(theta), q[:, arm:], s["qvel"][:, :arm], s["to_target"][:, :2]), 1
         )
 
     def reward(self, s, prev, action, memory):

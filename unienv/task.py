@@ -46,7 +46,7 @@ columns, and `single_observation_space`, Box(-inf, inf, (sum of widths,),
 `observation_dtype`), derive from them; so observation noise, a normalizer or a
 policy can address a block by name. Invariant (tests/tasks): `observe` returns
 exactly the blocks' total width on every backend. A task may instead set
-`single_observation_space` as a class attribute; it then has one block, "obs".
+`single_observation_space` itself (a plain torch task); it then has one block, "obs".
 
 Options: a task's options are one dataclass, `Options` (a `TaskOptions`: each
 field with its default and a one-line doc, made with `option`). `Task(**options)`
@@ -67,6 +67,7 @@ import torch
 
 from unienv.arrays import NUMPY, numpy_dtype, torch_namespace
 from unienv.backends.base import SimBackend
+from unienv.errors import ArgumentError
 from unienv.random import Sampler
 
 Reading = dict[str, torch.Tensor]
@@ -134,7 +135,7 @@ class Task(abc.ABC):
     def observation_blocks(self) -> dict[str, int]:
         """{name: width} of the observation's blocks, in the order `observe` concatenates them.
         Default, for a task that sets `single_observation_space` itself: one block, "obs"."""
-        space = type(self).single_observation_space
+        space = getattr(self, "_observation_space", type(self).single_observation_space)
         if isinstance(space, property):
             raise NotImplementedError(f"{type(self).__name__}: declare observation_blocks()")
         return {"obs": int(np.prod(space.shape))}
@@ -145,7 +146,7 @@ class Task(abc.ABC):
         layout, start = {}, 0
         for name, width in self.observation_blocks().items():
             if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-                raise ValueError(
+                raise ArgumentError(
                     f"{type(self).__name__}.observation_blocks: expected a width >= 1 for {name!r}, got {width!r}"
                 )
             layout[name] = slice(start, start + int(width))
@@ -154,9 +155,16 @@ class Task(abc.ABC):
 
     @property
     def single_observation_space(self) -> gym.spaces.Box:
-        """Box(-inf, inf, (total width of the blocks,), observation_dtype)."""
+        """Box(-inf, inf, (total width of the blocks,), observation_dtype), or the space that
+        the task set itself (a class attribute, or `self.single_observation_space = ...`)."""
+        if hasattr(self, "_observation_space"):
+            return self._observation_space
         width = max((s.stop for s in self.observation_layout.values()), default=0)
         return gym.spaces.Box(-np.inf, np.inf, (width,), self.observation_dtype)
+
+    @single_observation_space.setter
+    def single_observation_space(self, space: gym.spaces.Box) -> None:
+        self._observation_space = space
 
     @property
     def dt(self) -> float:

@@ -13,7 +13,7 @@ import torch
 
 import unienv
 from tests.contract.conftest import AVAILABLE, backend_options
-from unienv.errors import CapabilityError
+from unienv.errors import ArgumentError, CapabilityError
 from unienv.task import Task
 from unienv.tasks import TASKS, task_class
 
@@ -124,6 +124,13 @@ class _Declared(Task):
     read = observe = reward = terminated = reset_state = None
 
 
+class _SetsItsSpace(Task):
+    read = observe = reward = terminated = reset_state = None
+
+    def __init__(self, width):
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
+
+
 class _Blocks(Task):
     read = observe = reward = terminated = reset_state = None
 
@@ -137,8 +144,12 @@ class _Blocks(Task):
 
 def test_a_declared_space_is_one_block_and_bad_widths_are_refused():
     assert _Declared().observation_layout == {"obs": slice(0, 7)}
+    assert _SetsItsSpace(3).observation_layout == {"obs": slice(0, 3)}
+    assert _SetsItsSpace(3).single_observation_space.shape == (3,)
+    with pytest.raises(NotImplementedError, match="_Blocks: declare observation_blocks"):
+        _ = Task.observation_blocks(_Blocks({}))
     assert _Blocks({"a": 2, "b": 3}).single_observation_space.shape == (5,)
     assert _Blocks({"a": 2}).single_observation_space.dtype == np.float32  # the default dtype
     for width in (0, 2.0, True, -1):
-        with pytest.raises(ValueError, match=r"_Blocks.observation_blocks: expected a width >= 1 for 'b'"):
+        with pytest.raises(ArgumentError, match=r"_Blocks.observation_blocks: expected a width >= 1 for 'b'"):
             _ = _Blocks({"a": 2, "b": width}).observation_layout
