@@ -29,7 +29,10 @@ from unienv.terrain import Curriculum, Surface, from_cfg
 
 @dataclasses.dataclass
 class QuadrupedRoughOptions(QuadrupedOptions):
-    terrain: dict | None = option(None, "TerrainConfig fields (Hydra's terrain group); None: every type")
+    terrain: dict | None = option(
+        None,
+        "TerrainConfig fields; play.py and train.py: the terrain group (terrain=mixed); None: every type",
+    )
     max_init_level: int = option(0, "spawn levels spread over [0, max_init_level]")
     scan_size: tuple = option((1.6, 1.0), "m: the height scan's extent along and across the heading")
     scan_resolution: float = option(0.1, "m: the height scan's spacing")

@@ -14,6 +14,8 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from unienv.__main__ import main
+from unienv.errors import UnknownNameError
 from unienv.task import TaskOptions
 from unienv.tasks import CFG_TASK, TASKS, checked_options, option_defaults, task_class, task_config
 from unienv.wrappers.checkpoint import task_options
@@ -129,3 +131,16 @@ def test_the_policy_file_records_the_dataclass_fields(name):
         assert recorded.pop("terrain")["num_levels"] == 10
         del expected["terrain"]
     assert recorded == expected
+
+
+def test_unienv_options_lists_each_option_with_its_doc_and_default(capsys):
+    main(["options", "hopper"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["option", "meaning", "default"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert list(rows) == [f"task.{k}" for k in option_defaults("hopper")]
+    assert rows["task.healthy_z_range"].endswith("   [0.7, .inf]")
+    assert "m: healthy while the torso's z is in it" in rows["task.healthy_z_range"]
+    assert rows["task.terminate_when_unhealthy"].endswith("  true")
+    with pytest.raises(UnknownNameError, match="did you mean 'hopper'"):
+        main(["options", "hoper"])
