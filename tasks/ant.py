@@ -2,10 +2,10 @@
 
 Observation blocks, as v5 names them: qpos (13, without the torso's x, y), qvel
 (14), then cfrc_ext (78: MuJoCo's external wrenches of the 13 bodies but the
-world, 6 each, clipped to [-1, 1]). Action (8): hip and ankle torques in [-1, 1]. Reward terms, as in v5:
-forward (torso x velocity over the env step), healthy (1 while 0.2 <= torso z
-<= 1 and the state is finite), ctrl (-0.5 |a|^2) and contact (-5e-4
-|clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
+world, 6 each, clipped to [-1, 1]). Action (8): hip and ankle torques in
+[-1, 1]. Reward terms, as in v5: forward (torso x velocity over the env step),
+healthy (1 while 0.2 <= torso z <= 1 and the state is finite), ctrl (-0.5
+|a|^2) and contact (-5e-4 |clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
 steps. Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2).
 
 The default needs the backend's `mj_fields` (cfrc_ext). Deliberate
