@@ -1,11 +1,13 @@
 """unienv's tasks: one short module each, with its scene under assets/.
 
-TASKS maps the command-line name to "module:Class"; a task's module is
-imported only when the task is made.
+TASKS maps the command-line name to "module:Class". A task's options are its
+`Options` dataclass (unienv.task): `option_defaults` and `checked_options` read
+it, and `store_configs` makes Hydra's `task` config group from it, so that each
+option is written once, in the task's module.
 """
 
+import dataclasses
 import importlib
-import inspect
 import math
 import os
 from collections.abc import Mapping
@@ -49,19 +51,16 @@ NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
 
 
 def constructor_options(cls: type) -> dict[str, Any]:
-    """A task class's constructor options and their defaults; a `**options` passes its
-    parent class's on (quadruped_rough takes the quadruped's)."""
-    options = {}
-    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        if p.kind == p.VAR_KEYWORD:
-            options |= constructor_options(cls.__mro__[1])
-        else:
-            options[p.name] = p.default
-    return options
+    """A task class's options (the fields of its `Options` dataclass) and their defaults,
+    in the dataclass's order (quadruped_rough's extends the quadruped's)."""
+    return {
+        f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        for f in dataclasses.fields(cls.Options)
+    }
 
 
 def option_defaults(name: str) -> dict[str, Any]:
-    """The task's constructor options and their defaults."""
+    """The task's options and their defaults."""
     return constructor_options(task_class(name))
 
 
@@ -97,6 +96,39 @@ def checked_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _is_number(x: Any) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, float))
+
+
+CFG_TASK = os.path.join(os.path.dirname(os.path.dirname(__file__)), "cfg", "task")
+"""cfg/task/: presets (a YAML file per task that needs more than its options' defaults)."""
+
+
+def task_config(name: str) -> dict[str, Any]:
+    """The task's Hydra config as generated: its name and its options' defaults, as plain
+    YAML values (lists for tuples)."""
+    return {"name": name, **_plain(option_defaults(name))}
+
+
+def store_configs() -> None:
+    """Put Hydra's `task` config group into its ConfigStore (idempotent; `import unienv` does it):
+    `task_options/<name>`, every task's config from its options dataclass, and `task/<name>`,
+    the same for each task without a preset in cfg/task/; a preset (quadruped_rough.yaml)
+    composes `/task_options/<name>@_here_` and adds only what the dataclass does not say.
+    Plain dict nodes: Hydra does not type-check them, `checked_options` does."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for name in TASKS:
+        node = task_config(name)
+        store.store(group="task_options", name=name, node=node)
+        if not os.path.exists(os.path.join(CFG_TASK, f"{name}.yaml")):
+            store.store(group="task", name=name, node=node)
+
+
+def _plain(value: Any) -> Any:
+    """value with tuples as lists, nested ones included (what OmegaConf holds)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def require(task, backend) -> None:

@@ -1,11 +1,11 @@
 """Ant: Gymnasium's Ant-v5 on its own ant.xml; make the quadruped ant run forward along +x.
 
-Observation (105): qpos without the torso's x, y (13), qvel (14), then MuJoCo's
-external wrenches cfrc_ext of the 13 bodies but the world (13 x 6), clipped to
-[-1, 1]. Action (8): hip and ankle torques in [-1, 1]. Reward terms, as in v5:
-forward (torso x velocity over the env step), healthy (1 while 0.2 <= torso z
-<= 1 and the state is finite), ctrl (-0.5 |a|^2) and contact (-5e-4
-|clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
+Observation blocks, as v5 names them: qpos (13, without the torso's x, y), qvel
+(14), then cfrc_ext (78: MuJoCo's external wrenches of the 13 bodies but the
+world, 6 each, clipped to [-1, 1]). Action (8): hip and ankle torques in
+[-1, 1]. Reward terms, as in v5: forward (torso x velocity over the env step),
+healthy (1 while 0.2 <= torso z <= 1 and the state is finite), ctrl (-0.5
+|a|^2) and contact (-5e-4 |clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
 steps. Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2).
 
 The default needs the backend's `mj_fields` (cfrc_ext). Deliberate
@@ -16,19 +16,38 @@ and the torso x is the free joint's qpos[0], which is its xpos there. Against
 unmodified v5 the clipped cfrc_ext entries differ by up to 2 and rewards by
 up to ~0.07.
 With include_cfrc_ext_in_observation=False (v5's option of that name) the
-observation is the first 27 entries and the contact term uses the net contact
+observation is qpos and qvel only and the contact term uses the net contact
 force on each body (get_contact_forces, of the last physics substep) instead of
 cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import healthy_state, locomotion_terms, noisy_reset, read_state, unhealthy
+
+NQ, NV, BODIES = 15, 14, 13  # ant.xml: a free joint and 8 hinges; its bodies but the world
+
+
+@dataclasses.dataclass
+class AntOptions(TaskOptions):
+    episode_length_s: float = option(50.0, "s: an episode is truncated after it (1000 steps)")
+    forward_reward_weight: float = option(1.0, "weight of the torso's x velocity")
+    ctrl_cost_weight: float = option(0.5, "weight of -|action|^2")
+    contact_cost_weight: float = option(5e-4, "weight of -|clipped contact wrench|^2")
+    healthy_reward: float = option(1.0, "reward per step while healthy")
+    terminate_when_unhealthy: bool = option(True, "end the episode when unhealthy")
+    healthy_z_range: tuple[float, float] = option((0.2, 1.0), "m: healthy while the torso's z is in it")
+    contact_force_range: tuple[float, float] = option((-1.0, 1.0), "the contact wrench's clip range")
+    reset_noise_scale: float = option(0.1, "reset: qpos0 + U(-s, s), qvel N(0, s^2)")
+    include_cfrc_ext_in_observation: bool = option(
+        True, "observe cfrc_ext (needs mj_fields); false: qpos and qvel, net contact forces in the cost"
+    )
 
 
 class Ant(Task):
@@ -40,34 +59,19 @@ class Ant(Task):
     arrays = "any"
     reward_threshold = 6000.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
+    Options = AntOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 50.0,
-        forward_reward_weight: float = 1.0,
-        ctrl_cost_weight: float = 0.5,
-        contact_cost_weight: float = 5e-4,
-        healthy_reward: float = 1.0,
-        terminate_when_unhealthy: bool = True,
-        healthy_z_range: tuple[float, float] = (0.2, 1.0),
-        contact_force_range: tuple[float, float] = (-1.0, 1.0),
-        reset_noise_scale: float = 0.1,
-        include_cfrc_ext_in_observation: bool = True,
-    ):
-        self.episode_length_s = episode_length_s
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.contact_cost_weight = contact_cost_weight
-        self.healthy_reward = healthy_reward
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = tuple(healthy_z_range)
-        self.contact_force_range = tuple(contact_force_range)
-        self.reset_noise_scale = reset_noise_scale
-        self.include_cfrc_ext_in_observation = include_cfrc_ext_in_observation
+    def __init__(self, **options):
+        super().__init__(**options)
         self.requires = ("mj_fields",) if self.include_cfrc_ext_in_observation else ("contact_forces",)
-        dim = 27 + 78 * self.include_cfrc_ext_in_observation
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float64)
+
+    def observation_blocks(self):
+        blocks = {"qpos": NQ - 2, "qvel": NV}
+        if self.include_cfrc_ext_in_observation:
+            blocks["cfrc_ext"] = BODIES * 6
+        return blocks
 
     def setup(self, backend):
         super().setup(backend)

@@ -1,6 +1,7 @@
 """Cartpole: balance the pole upright (default), or swing it up from hanging.
 
-Observation: [x, cos(theta), sin(theta), x_dot, theta_dot]; theta = 0 is upright.
+Observation blocks (one column each): x (the cart, m), cos_theta and sin_theta
+(the pole's angle; theta = 0 is upright), x_dot, theta_dot.
 Action: the cart force in [-1, 1] (x 20 N).
 Balance: +1 per step while |theta| < 0.2 rad and |x| < 2.4 m, else the episode
 terminates; the best return is max_episode_steps. Swing-up: the pole starts
@@ -8,15 +9,24 @@ hanging, the reward is the pole's uprightness (1 + cos theta) / 2 minus a small
 control cost, and only leaving the rail terminates.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks.common import ctrl_cost
 
 SCENE = os.path.join(os.path.dirname(__file__), "assets", "cartpole.xml")
+
+
+@dataclasses.dataclass
+class CartpoleOptions(TaskOptions):
+    swingup: bool = option(False, "start hanging and swing up, instead of balancing from upright")
+    episode_length_s: float = option(10.0, "s: an episode is truncated after it")
+    max_angle: float = option(0.2, "rad: balance ends when |theta| reaches it")
+    rail: float = option(2.4, "m: an episode ends when |x| reaches it")
 
 
 class Cartpole(Task):
@@ -26,17 +36,12 @@ class Cartpole(Task):
     decimation = 2
     root_body = "cart"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
     camera = {"distance": 5.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.3)}
     arrays = "any"
+    Options = CartpoleOptions
 
-    def __init__(
-        self, swingup: bool = False, episode_length_s: float = 10.0, max_angle: float = 0.2, rail: float = 2.4
-    ):
-        self.swingup = swingup
-        self.episode_length_s = episode_length_s
-        self.max_angle = max_angle
-        self.rail = rail
+    def observation_blocks(self):
+        return {"x": 1, "cos_theta": 1, "sin_theta": 1, "x_dot": 1, "theta_dot": 1}
 
     def setup(self, backend):
         super().setup(backend)

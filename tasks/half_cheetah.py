@@ -1,20 +1,32 @@
 """HalfCheetah: Gymnasium's HalfCheetah-v5 on its own half_cheetah.xml; run forward along +x.
 
-Observation (17): qpos without the root x (8), then qvel (9). Action (6): joint
+Observation blocks, as v5 names them: qpos (8, without the root x), qvel (9).
+Action (6): joint
 torques in [-1, 1]. Reward terms, as in v5: forward (root x velocity over the
 env step) and ctrl (-0.1 |a|^2). Never terminates; truncated after 1000 steps.
 Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2). Needs only qpos and qvel, so it
 runs on every backend; on mujoco it matches v5 to float precision.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import ctrl_cost, forward_velocity, noisy_reset, read_state
+
+NQ, NV = 9, 9  # half_cheetah.xml: root x, z, angle and 6 hinges
+
+
+@dataclasses.dataclass
+class HalfCheetahOptions(TaskOptions):
+    episode_length_s: float = option(50.0, "s: an episode is truncated after it (1000 steps)")
+    forward_reward_weight: float = option(1.0, "weight of the root's x velocity")
+    ctrl_cost_weight: float = option(0.1, "weight of -|action|^2")
+    reset_noise_scale: float = option(0.1, "reset: qpos0 + U(-s, s), qvel N(0, s^2)")
 
 
 class HalfCheetah(Task):
@@ -26,20 +38,12 @@ class HalfCheetah(Task):
     arrays = "any"
     reward_threshold = 4800.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
+    Options = HalfCheetahOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 50.0,
-        forward_reward_weight: float = 1.0,
-        ctrl_cost_weight: float = 0.1,
-        reset_noise_scale: float = 0.1,
-    ):
-        self.episode_length_s = episode_length_s
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.reset_noise_scale = reset_noise_scale
+    def observation_blocks(self):
+        return {"qpos": NQ - 1, "qvel": NV}
 
     def setup(self, backend):
         super().setup(backend)

@@ -1,9 +1,10 @@
 """Humanoid: Gymnasium's Humanoid-v5 on its own humanoid.xml; run forward along +x.
 
-Observation (348): qpos without the root x, y (22), qvel (23), then MuJoCo's
-com-based body inertia cinert (13 x 10), velocity cvel (13 x 6), actuator
-forces qfrc_actuator without the root's (17) and external wrenches cfrc_ext
-(13 x 6), all bodies but the world. Action (17): motor inputs in [-0.4, 0.4].
+Observation blocks, as v5 names them: qpos (22, without the root x, y), qvel
+(23), then MuJoCo's com-based body inertia cinert (130: 10 per body), velocity
+cvel (78: 6 per body), actuator forces qfrc_actuator without the root's (17)
+and external wrenches cfrc_ext (78: 6 per body), of the 13 bodies but the
+world. Action (17): motor inputs in [-0.4, 0.4].
 Reward terms, as in v5: forward (1.25 x the x velocity of the whole-body COM
 over the env step; the COM weighs each env's own body masses, randomized ones
 included, read from cinert), healthy (5 while 1 < z < 2 for the torso), ctrl
@@ -18,14 +19,31 @@ unchanged); against unmodified v5 the cfrc_ext entries differ by hundreds of N
 and rewards by up to ~0.35 (contact and forward terms).
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state, unhealthy
+
+NQ, NV, BODIES = 24, 23, 13  # humanoid.xml: a free joint and 17 hinges; its bodies but the world
+ROOT_DOFS = 6  # the free joint's, in qvel
+
+
+@dataclasses.dataclass
+class HumanoidOptions(TaskOptions):
+    episode_length_s: float = option(15.0, "s: an episode is truncated after it (1000 steps)")
+    forward_reward_weight: float = option(1.25, "weight of the whole-body COM's x velocity")
+    ctrl_cost_weight: float = option(0.1, "weight of -|action|^2")
+    contact_cost_weight: float = option(5e-7, "weight of -|cfrc_ext|^2")
+    contact_cost_max: float = option(10.0, "the contact cost's cap")
+    healthy_reward: float = option(5.0, "reward per step while healthy")
+    terminate_when_unhealthy: bool = option(True, "end the episode when unhealthy")
+    healthy_z_range: tuple[float, float] = option((1.0, 2.0), "m: healthy while the torso's z is in it")
+    reset_noise_scale: float = option(1e-2, "reset: qpos0 + U(-s, s), qvel U(-s, s)")
 
 
 class Humanoid(Task):
@@ -36,31 +54,20 @@ class Humanoid(Task):
     root_body = "torso"
     arrays = "any"
     single_action_space = gym.spaces.Box(-0.4, 0.4, (17,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (348,), np.float64)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
     requires = ("mj_fields",)
+    Options = HumanoidOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 15.0,
-        forward_reward_weight: float = 1.25,
-        ctrl_cost_weight: float = 0.1,
-        contact_cost_weight: float = 5e-7,
-        contact_cost_max: float = 10.0,
-        healthy_reward: float = 5.0,
-        terminate_when_unhealthy: bool = True,
-        healthy_z_range: tuple[float, float] = (1.0, 2.0),
-        reset_noise_scale: float = 1e-2,
-    ):
-        self.episode_length_s = episode_length_s
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.contact_cost_weight = contact_cost_weight
-        self.contact_cost_max = contact_cost_max
-        self.healthy_reward = healthy_reward
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = tuple(healthy_z_range)
-        self.reset_noise_scale = reset_noise_scale
+    def observation_blocks(self):
+        return {
+            "qpos": NQ - 2,
+            "qvel": NV,
+            "cinert": BODIES * 10,
+            "cvel": BODIES * 6,
+            "qfrc_actuator": NV - ROOT_DOFS,
+            "cfrc_ext": BODIES * 6,
+        }
 
     def setup(self, backend):
         super().setup(backend)
@@ -80,7 +87,7 @@ class Humanoid(Task):
     def observe(self, s, memory):
         n = len(s["qpos"])
         fields = [s[k][:, 1:].reshape(n, -1) for k in ("cinert", "cvel")]
-        fields += [s["qfrc_actuator"][:, 6:], s["cfrc_ext"][:, 1:].reshape(n, -1)]
+        fields += [s["qfrc_actuator"][:, ROOT_DOFS:], s["cfrc_ext"][:, 1:].reshape(n, -1)]
         return self.xp.concat([s["qpos"][:, 2:], s["qvel"], *fields], 1)
 
     def reward(self, s, prev, action, memory):

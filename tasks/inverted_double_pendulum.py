@@ -1,8 +1,9 @@
 """InvertedDoublePendulum: Gymnasium's InvertedDoublePendulum-v5 on its own model.
 
-Balance two stacked poles on a cart. Observation (9): cart x, sin and cos of
-the two hinge angles, qvel clipped to [-10, 10], and MuJoCo's constraint force
-on the cart (qfrc_constraint[0]) clipped to [-10, 10]. Action (1): cart force
+Balance two stacked poles on a cart. Observation blocks, after v5's terms: cart_x
+(1, qpos[0]), sin_hinges and cos_hinges (2 each, of the two hinge angles), qvel
+(3, clipped to [-10, 10]) and qfrc_constraint (1, MuJoCo's constraint force on
+the cart, qfrc_constraint[0], clipped to [-10, 10]). Action (1): cart force
 in [-1, 1]. Reward terms, as in v5, from the tip site (x, y=height): alive (10
 while not terminated), distance (-(0.01 x^2 + (y - 2)^2)) and velocity
 (-(1e-3 w1^2 + 5e-3 w2^2) over the hinge speeds). Terminates when the tip's
@@ -16,14 +17,24 @@ env returns. The parity test compares with v5 refreshed by mj_forward
 (identical); against unmodified v5 rewards differ by up to ~1e-4.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import noisy_reset, read_state
+
+NQ, NV = 3, 3  # inverted_double_pendulum.xml: the cart's slider and two hinges
+
+
+@dataclasses.dataclass
+class InvertedDoublePendulumOptions(TaskOptions):
+    episode_length_s: float = option(50.0, "s: an episode is truncated after it (1000 steps)")
+    healthy_reward: float = option(10.0, "reward per step while the tip is above 1 m")
+    reset_noise_scale: float = option(0.1, "reset: qpos0 + U(-s, s), qvel N(0, s^2)")
 
 
 class InvertedDoublePendulum(Task):
@@ -35,16 +46,14 @@ class InvertedDoublePendulum(Task):
     arrays = "any"
     reward_threshold = 9100.0  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (9,), np.float64)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.6)}
     requires = ("mj_fields",)
+    Options = InvertedDoublePendulumOptions
 
-    def __init__(
-        self, episode_length_s: float = 50.0, healthy_reward: float = 10.0, reset_noise_scale: float = 0.1
-    ):
-        self.episode_length_s = episode_length_s
-        self.healthy_reward = healthy_reward
-        self.reset_noise_scale = reset_noise_scale
+    def observation_blocks(self):
+        hinges = NQ - 1
+        return {"cart_x": 1, "sin_hinges": hinges, "cos_hinges": hinges, "qvel": NV, "qfrc_constraint": 1}
 
     def setup(self, backend):
         super().setup(backend)

@@ -4,9 +4,9 @@ Twelve joints under the scene's PD position servos. Action (12): joint target
 offsets in [-1, 1], scaled by `action_scale` (rad) around the "home" standing
 pose (the order is FL, FR, RL, RR legs, hip, thigh, calf each). Command (3):
 forward and lateral velocity and yaw rate, sampled per episode.
-Observation (48): base linear (x2) and angular (x0.25) velocity in the base
-frame, gravity projected into the base frame, the command (x2, x2, x0.25),
-joint positions minus home, joint velocities (x0.05) and the last action.
+Observation blocks: base_lin_vel (3, x2) and base_ang_vel (3, x0.25) in the
+base frame, gravity (3, projected into the base frame), command (3, x2, x2,
+x0.25), joint_pos (12, minus home), joint_vel (12, x0.05) and last_action (12).
 Reward: a weighted sum of the terms below, each times the env step dt, in the
 style of legged_gym: velocity tracking (exp(-err^2 / 0.25)), vertical and
 roll/pitch velocity, orientation (tilt), base height, PD torques, action rate
@@ -16,18 +16,52 @@ Reset: home pose with joints + U(-0.1, 0.1) rad, small random velocities.
 Needs body views and contact forces.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+JOINTS = 12  # hip, thigh and calf of each leg, one PD servo each
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
 TERMS = ("lin_vel", "ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height", "torques")
 TERMS += ("action_rate", "feet_air_time")
+COMMAND_RANGES = {"lin_vel_x": (-1.0, 1.0), "lin_vel_y": (-0.5, 0.5), "ang_vel_yaw": (-1.0, 1.0)}
+REWARD_WEIGHTS = {
+    "lin_vel": 1.0,
+    "ang_vel": 0.5,
+    "lin_vel_z": -2.0,
+    "ang_vel_xy": -0.05,
+    "orientation": -1.0,
+    "base_height": -10.0,
+    "torques": -2e-4,
+    "action_rate": -0.01,
+    "feet_air_time": 1.0,
+}
+
+
+@dataclasses.dataclass
+class QuadrupedOptions(TaskOptions):
+    episode_length_s: float = option(20.0, "s: an episode is truncated after it")
+    action_scale: float = option(0.5, "rad: the joint target offset of an action of 1")
+    command_ranges: dict = option(
+        COMMAND_RANGES, "[lo, hi] of each command (m/s, m/s, rad/s); the ones given replace these"
+    )
+    reward_weights: dict = option(
+        REWARD_WEIGHTS, "each term's weight (then times the env step dt); the ones given replace these"
+    )
+    base_height_target: float = option(0.30, "m: the base height term's target")
+    max_tilt: float = option(1.0, "rad: an episode ends when the base tilts more")
+
+    def __post_init__(self):
+        super().__post_init__()
+        given = {k: tuple(v) for k, v in (self.command_ranges or {}).items()}
+        self.command_ranges = {**COMMAND_RANGES, **given}
+        self.reward_weights = {**REWARD_WEIGHTS, **(self.reward_weights or {})}
 
 
 # ---- reward terms: (N,) arrays from batched quantities ----------------------------
@@ -52,39 +86,15 @@ class Quadruped(Task):
     sim_dt = 0.005
     decimation = 4
     root_body = "base"
-    single_action_space = gym.spaces.Box(-1.0, 1.0, (12,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (48,), np.float32)
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (JOINTS,), np.float32)
     camera = {"distance": 2.0, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"}
     requires = ("body_views", "contact_forces")
     arrays = "any"
+    Options = QuadrupedOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 20.0,
-        action_scale: float = 0.5,
-        command_ranges: dict | None = None,
-        reward_weights: dict | None = None,
-        base_height_target: float = 0.30,
-        max_tilt: float = 1.0,
-    ):
-        self.episode_length_s = episode_length_s
-        self.action_scale = action_scale
-        self.command_ranges = {"lin_vel_x": (-1.0, 1.0), "lin_vel_y": (-0.5, 0.5), "ang_vel_yaw": (-1.0, 1.0)}
-        self.command_ranges.update({k: tuple(v) for k, v in (command_ranges or {}).items()})
-        self.reward_weights = {
-            "lin_vel": 1.0,
-            "ang_vel": 0.5,
-            "lin_vel_z": -2.0,
-            "ang_vel_xy": -0.05,
-            "orientation": -1.0,
-            "base_height": -10.0,
-            "torques": -2e-4,
-            "action_rate": -0.01,
-            "feet_air_time": 1.0,
-        }
-        self.reward_weights.update(reward_weights or {})
-        self.base_height_target = base_height_target
-        self.max_tilt = max_tilt
+    def observation_blocks(self):
+        blocks = {"base_lin_vel": 3, "base_ang_vel": 3, "gravity": 3, "command": 3}
+        return blocks | {"joint_pos": JOINTS, "joint_vel": JOINTS, "last_action": JOINTS}
 
     def setup(self, backend):
         super().setup(backend)
@@ -179,13 +189,13 @@ class Quadruped(Task):
 
     def reset_state(self, env_ids, rng):
         qpos = self.xp.copy(self.xp.broadcast_to(self.home, (rng.rows, len(self.home))))
-        qpos[:, self.q_idx] += rng.uniform((12,), -0.1, 0.1, dtype=self.dtype)
+        qpos[:, self.q_idx] += rng.uniform((JOINTS,), -0.1, 0.1, dtype=self.dtype)
         return qpos, rng.uniform((self.nv,), -0.1, 0.1, dtype=self.dtype)
 
     def reset_memory(self, rng):
-        zeros = self.xp.zeros((rng.rows, len(FEET) + 12), self.dtype)
+        zeros = self.xp.zeros((rng.rows, len(FEET) + JOINTS), self.dtype)
         return {
             "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
-            "last_action": zeros[:, :12],
-            "air_time": zeros[:, 12:],
+            "last_action": zeros[:, :JOINTS],
+            "air_time": zeros[:, JOINTS:],
         }

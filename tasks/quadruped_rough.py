@@ -7,8 +7,8 @@ gives; default: every type, 10 levels). Each env spawns at the centre of its til
 (columns in turn by env index, levels up to `max_init_level`), facing a random yaw.
 Action, command, reward terms and termination: the quadruped's, with the base
 height measured from the ground under the base (the mean of the scan), and the
-step reward floored at 0. Observation (48 + P): the quadruped's 48, then the height
-scan: the terrain under a grid of P points around the base in its yaw frame
+step reward floored at 0. Observation blocks: the quadruped's, then height_scan
+(P): the terrain under a grid of P points around the base in its yaw frame
 (`scan_size` m every `scan_resolution` m; 17 x 11 = 187 by default), as
 clip(base z - 0.5 - h, -1, 1). The scan looks the heights up on the terrain's
 surface (`unienv.terrain.Surface`: the engine's ray casts to rounding, at a fraction
@@ -20,35 +20,38 @@ views and contact forces.
 
 import dataclasses
 
-import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.quadruped import Quadruped
+from unienv.task import option
+from unienv.tasks.quadruped import Quadruped, QuadrupedOptions
 from unienv.terrain import Curriculum, Surface, from_cfg
+
+
+@dataclasses.dataclass
+class QuadrupedRoughOptions(QuadrupedOptions):
+    terrain: dict | None = option(
+        None,
+        "TerrainConfig fields; play.py and train.py: the terrain group (terrain=mixed); None: every type",
+    )
+    max_init_level: int = option(0, "spawn levels spread over [0, max_init_level]")
+    scan_size: tuple = option((1.6, 1.0), "m: the height scan's extent along and across the heading")
+    scan_resolution: float = option(0.1, "m: the height scan's spacing")
 
 
 class QuadrupedRough(Quadruped):
     name = "quadruped_rough"
+    Options = QuadrupedRoughOptions
 
-    def __init__(
-        self,
-        terrain: dict | None = None,
-        max_init_level: int = 0,
-        scan_size: tuple = (1.6, 1.0),
-        scan_resolution: float = 0.1,
-        **quadruped_options,
-    ):
-        super().__init__(**quadruped_options)
-        self.ground = from_cfg(terrain)
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.ground = from_cfg(self.terrain)
         self.terrain = dataclasses.asdict(self.ground.config)  # the option, as a policy file records it
         self.scene = self.ground.write_scene(Quadruped.scene)
-        self.max_init_level = max_init_level
-        self.scan_size, self.scan_resolution = tuple(scan_size), scan_resolution
-        along, across = (np.arange(-s / 2, s / 2 + 1e-9, scan_resolution) for s in self.scan_size)
+        along, across = (np.arange(-s / 2, s / 2 + 1e-9, self.scan_resolution) for s in self.scan_size)
         self.scan_points = np.stack(np.meshgrid(along, across, indexing="ij"), -1).reshape(-1, 2)
-        self.single_observation_space = gym.spaces.Box(
-            -np.inf, np.inf, (48 + len(self.scan_points),), np.float32
-        )
+
+    def observation_blocks(self):
+        return super().observation_blocks() | {"height_scan": len(self.scan_points)}
 
     def setup(self, backend):
         super().setup(backend)

@@ -4,9 +4,9 @@ The arm's joints are driven by the scene's position servos. Action (7): joint
 position targets, [-1, 1] mapped onto each servo's control range (0 is the
 middle of every range: the arm upright). The target
 is sampled per episode, uniformly in a box of the workspace in front of the
-arm (`target_box`, metres, world frame). Observation (23): joint positions (7),
-joint velocities (7), the end-effector site "ee" position (3), the target (3)
-and target minus ee (3). Reward terms: distance (-|ee - target|), precision
+arm (`target_box`, metres, world frame). Observation blocks: joint_pos (7),
+joint_vel (7), ee_pos (3, the end-effector site "ee"), target_pos (3) and
+ee_to_target (3, target minus ee). Reward terms: distance (-|ee - target|), precision
 (exp(-|ee - target|^2 / 0.05^2)) and joint speed (-1e-3 |qdot|^2): the reward
 is maximal, 1, at the target at rest. Never terminates; truncated after
 `episode_length_s`. Reset: the "home" pose plus U(-0.1, 0.1) rad per joint, at
@@ -16,15 +16,32 @@ views only: the ee is link7's frame moved by EE_OFFSET, where arm7.xml puts the 
 test checks it against MuJoCo's site position).
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks.common import read_state, rotate
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
+
+
+@dataclasses.dataclass
+class ReachOptions(TaskOptions):
+    episode_length_s: float = option(4.0, "s: an episode is truncated after it")
+    target_box: tuple = option(
+        ((0.3, -0.4, 0.2), (0.7, 0.4, 0.8)), "m, world frame: the targets' box, its low and high corners"
+    )
+    distance_weight: float = option(1.0, "weight of -|ee - target|")
+    precision_weight: float = option(1.0, "weight of exp(-(|ee - target| / precision_scale)^2)")
+    precision_scale: float = option(0.05, "m: the precision term's width")
+    joint_speed_weight: float = option(1e-3, "weight of -|qdot|^2")
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.target_box = tuple(tuple(float(x) for x in corner) for corner in self.target_box)
 
 
 class Reach(Task):
@@ -34,26 +51,14 @@ class Reach(Task):
     decimation = 10
     root_body = "link1"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (7,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (23,), np.float32)
     camera = {"distance": 2.5, "azimuth": 135.0, "elevation": -25.0, "lookat": (0.3, 0.0, 0.5)}
     requires = ("body_views",)
     arrays = "any"
+    Options = ReachOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 4.0,
-        target_box: tuple = ((0.3, -0.4, 0.2), (0.7, 0.4, 0.8)),
-        distance_weight: float = 1.0,
-        precision_weight: float = 1.0,
-        precision_scale: float = 0.05,
-        joint_speed_weight: float = 1e-3,
-    ):
-        self.episode_length_s = episode_length_s
-        self.target_box = tuple(tuple(float(x) for x in corner) for corner in target_box)
-        self.distance_weight = distance_weight
-        self.precision_weight = precision_weight
-        self.precision_scale = precision_scale
-        self.joint_speed_weight = joint_speed_weight
+    def observation_blocks(self):
+        joints = self.single_action_space.shape[0]  # one position servo per joint
+        return {"joint_pos": joints, "joint_vel": joints, "ee_pos": 3, "target_pos": 3, "ee_to_target": 3}
 
     def setup(self, backend):
         super().setup(backend)

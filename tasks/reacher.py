@@ -1,8 +1,9 @@
 """Reacher: Gymnasium's Reacher-v5 on its own reacher.xml; touch the target with the fingertip.
 
-A two-link planar arm. Observation (10): cos and sin of the two arm angles,
-the target's (x, y) (qpos[2:4]), the arm's joint speeds, and the fingertip
-minus target position (x, y). Action (2): joint torques in [-1, 1]. Reward
+A two-link planar arm. Observation blocks, after v5's terms: cos_arm and sin_arm
+(2 each, of the two arm angles), target (2, its x, y: qpos[2:4]), arm_qvel (2,
+the arm's joint speeds) and fingertip_to_target (2, the fingertip minus the
+target, x and y). Action (2): joint torques in [-1, 1]. Reward
 terms, as in v5, after the step: dist (-|fingertip - target|) and ctrl
 (-|a|^2). Never terminates; truncated after 50 steps. Reset: arm qpos0 +
 U(-0.1, 0.1), target uniform in the disk of radius 0.2 (v5 draws it by
@@ -13,14 +14,24 @@ at the state the env returns (against unmodified v5, obs and reward differ by
 up to ~5e-3; against v5 refreshed by mj_forward they agree to 1e-7).
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import ctrl_cost, read_state
+
+ARM_JOINTS = 2  # reacher.xml: two arm hinges, then the target's two slides
+
+
+@dataclasses.dataclass
+class ReacherOptions(TaskOptions):
+    episode_length_s: float = option(1.0, "s: an episode is truncated after it (50 steps)")
+    reward_dist_weight: float = option(1.0, "weight of -|fingertip - target|")
+    reward_control_weight: float = option(1.0, "weight of -|action|^2")
 
 
 class Reacher(Task):
@@ -32,19 +43,14 @@ class Reacher(Task):
     arrays = "any"
     reward_threshold = -3.75  # v5's
     single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (10,), np.float64)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 0.9, "azimuth": 90.0, "elevation": -90.0, "lookat": (0.0, 0.0, 0.0)}
     requires = ("body_views",)
+    Options = ReacherOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 1.0,
-        reward_dist_weight: float = 1.0,
-        reward_control_weight: float = 1.0,
-    ):
-        self.episode_length_s = episode_length_s
-        self.reward_dist_weight = reward_dist_weight
-        self.reward_control_weight = reward_control_weight
+    def observation_blocks(self):
+        n = ARM_JOINTS
+        return {"cos_arm": n, "sin_arm": n, "target": 2, "arm_qvel": n, "fingertip_to_target": 2}
 
     def setup(self, backend):
         super().setup(backend)
@@ -59,9 +65,10 @@ class Reacher(Task):
         return s
 
     def observe(self, s, memory):
-        xp, theta = self.xp, s["qpos"][:, :2]
+        xp, q, arm = self.xp, s["qpos"], ARM_JOINTS
+        theta = q[:, :arm]
         return xp.concat(
-            (xp.cos(theta), xp.sin(theta), s["qpos"][:, 2:], s["qvel"][:, :2], s["to_target"][:, :2]), 1
+            (xp.cos(theta), xp.sin(theta), q[:, arm:], s["qvel"][:, :arm], s["to_target"][:, :2]), 1
         )
 
     def reward(self, s, prev, action, memory):

@@ -1,7 +1,7 @@
 """Walker2d: Gymnasium's Walker2d-v5 on its own walker2d_v5.xml; walk forward along +x.
 
-Observation (17): qpos without the root x (8), then qvel clipped to [-10, 10]
-(9). Action (6): hip, knee and foot torques of both legs in [-1, 1]. Reward
+Observation blocks, as v5 names them: qpos (8, without the root x), qvel (9,
+clipped to [-10, 10]). Action (6): hip, knee and foot torques of both legs in [-1, 1]. Reward
 terms, as in v5: forward (root x velocity over the env step), healthy (1 while
 healthy) and ctrl (-1e-3 |a|^2). Healthy: torso height z in (0.8, 2.0) and
 torso angle in (-1, 1); the episode terminates when unhealthy, and is truncated
@@ -9,14 +9,31 @@ after 1000 steps. Reset: qpos0 and zero qvel plus U(-5e-3, 5e-3). Runs on
 every backend; on mujoco it matches v5 to float precision.
 """
 
+import dataclasses
 import os
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, total
+from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy
+
+NQ, NV = 9, 9  # walker2d_v5.xml: root x, z, angle and 6 hinges
+
+
+@dataclasses.dataclass
+class Walker2dOptions(TaskOptions):
+    episode_length_s: float = option(8.0, "s: an episode is truncated after it (1000 steps)")
+    forward_reward_weight: float = option(1.0, "weight of the root's x velocity")
+    ctrl_cost_weight: float = option(1e-3, "weight of -|action|^2")
+    healthy_reward: float = option(1.0, "reward per step while healthy")
+    terminate_when_unhealthy: bool = option(True, "end the episode when unhealthy")
+    healthy_z_range: tuple[float, float] = option((0.8, 2.0), "m: healthy while the torso's z is in it")
+    healthy_angle_range: tuple[float, float] = option(
+        (-1.0, 1.0), "rad: healthy while the torso's angle is in it"
+    )
+    reset_noise_scale: float = option(5e-3, "reset: qpos0 + U(-s, s), qvel U(-s, s)")
 
 
 class Walker2d(Task):
@@ -27,28 +44,12 @@ class Walker2d(Task):
     root_body = "torso"
     arrays = "any"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (6,), np.float32)
-    single_observation_space = gym.spaces.Box(-np.inf, np.inf, (17,), np.float64)
+    observation_dtype = np.float64  # v5's
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
+    Options = Walker2dOptions
 
-    def __init__(
-        self,
-        episode_length_s: float = 8.0,
-        forward_reward_weight: float = 1.0,
-        ctrl_cost_weight: float = 1e-3,
-        healthy_reward: float = 1.0,
-        terminate_when_unhealthy: bool = True,
-        healthy_z_range: tuple[float, float] = (0.8, 2.0),
-        healthy_angle_range: tuple[float, float] = (-1.0, 1.0),
-        reset_noise_scale: float = 5e-3,
-    ):
-        self.episode_length_s = episode_length_s
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.healthy_reward = healthy_reward
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = tuple(healthy_z_range)
-        self.healthy_angle_range = tuple(healthy_angle_range)
-        self.reset_noise_scale = reset_noise_scale
+    def observation_blocks(self):
+        return {"qpos": NQ - 1, "qvel": NV}
 
     def setup(self, backend):
         super().setup(backend)

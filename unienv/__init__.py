@@ -5,7 +5,8 @@
     obs, reward, terminated, truncated, info = env.step(actions)
 
 Importing unienv registers every task with Gymnasium ("unienv/Ant-v0", ...)
-and imports no optional engine (genesis, warp, pinocchio).
+and its options with Hydra's ConfigStore (the `task` config group of cfg/), and
+imports no optional engine (genesis, warp, pinocchio).
 """
 
 import os
@@ -18,8 +19,10 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 from unienv.env import NumpyEnv, SingleEnv, UniEnv, numpy_env  # noqa: E402
 from unienv.errors import ArgumentError, BackendClosedError, CapabilityError  # noqa: E402
 from unienv.make import make, make_single, make_vector, register_envs  # noqa: E402
+from unienv.tasks import store_configs  # noqa: E402
 
 register_envs()
+store_configs()
 
 __version__ = "0.1.0"
 __all__ = [

@@ -1,4 +1,6 @@
 """`unienv list` (or `python -m unienv list`): every task, its spaces, and the backends that run it;
+`unienv options TASK`: the task's options (`task.<option>=` on the command line), their defaults
+and what each means, from the task's options dataclass;
 `unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.sim2sim).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
@@ -20,7 +22,7 @@ import sys
 
 from unienv import backends, cli
 from unienv.errors import install_command
-from unienv.tasks import TASKS, gym_id, task_class
+from unienv.tasks import TASKS, gym_id, task_class, task_config
 
 
 def _probe_scene() -> str:
@@ -101,10 +103,26 @@ def list_tasks(out=sys.stdout) -> None:
             print(f"{name}: {c}", file=out)
 
 
+def list_options(name: str, out=None) -> None:
+    """The options of task `name`: each as a command-line key, its doc and its default (YAML)."""
+    import yaml
+
+    defaults = task_config(name)
+    rows = [("option", "meaning", "default")]
+    for f in dataclasses.fields(task_class(name).Options):
+        default = yaml.safe_dump(defaults[f.name], default_flow_style=True, sort_keys=False, width=1 << 16)
+        rows.append((f"task.{f.name}", f.metadata.get("doc", ""), default.removesuffix("...\n").strip()))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for r in rows:
+        print(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}", file=out or sys.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="unienv", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the tasks, their spaces and the backends that run them")
+    options = commands.add_parser("options", help="a task's options, their defaults and what they mean")
+    options.add_argument("task", help="a task's name, e.g. ant")
     commands.add_parser(
         "sim2sim", help="each backend against MuJoCo on a task (see unienv.sim2sim)", add_help=False
     )
@@ -113,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         list_tasks()
+    elif args.command == "options":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        list_options(args.task)
     elif args.command == "sim2sim":
         from unienv import sim2sim
 

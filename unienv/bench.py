@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import inspect
 import itertools
 import json
 import os
@@ -59,7 +58,7 @@ import unienv
 from unienv import backends
 from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError
-from unienv.tasks import TASKS, task_class
+from unienv.tasks import TASKS, option_defaults
 
 
 def raw_mujoco(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
@@ -373,7 +372,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if not sep:
             parser.error(f"--task-option: expected KEY=VALUE, got {option!r}")
         task_options[key] = yaml.safe_load(value)
-    takes = {t: inspect.signature(task_class(t)).parameters for t in tasks}
+    takes = {t: option_defaults(t) for t in tasks}
     unused = [k for k in task_options if not any(k in takes[t] for t in tasks)]
     if unused:
         parser.error(f"--task-option: no selected task takes {unused}")

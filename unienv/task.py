@@ -1,9 +1,9 @@
 """The Task contract: what a task declares and the pure batched functions it implements.
 
 A task is written once for every backend. It names its scene (MJCF), its
-timing (`sim_dt`, `decimation` physics steps per env step, episode length) and
-its single-env spaces, and implements over batched arrays, in the backend's
-float dtype (`self.dtype`, set by `Task.setup`):
+timing (`sim_dt`, `decimation` physics steps per env step, episode length), its
+action space and its observation blocks, and implements over batched arrays, in
+the backend's float dtype (`self.dtype`, set by `Task.setup`):
 
     setup(backend)                      resolve ids and cache constants, once
     action_to_ctrl(action)              (N, act_dim) -> (N, nu) actuator inputs
@@ -37,21 +37,64 @@ default, for tasks written in plain torch) gets torch tensors everywhere.
 samples depends only on its own seed and draws. Its rows are those envs, or
 every env when the env resets by mask (device backends); `env_ids` says which.
 A task never imports an engine and never reads a tensor's value on the host.
+
+Observation blocks: `observation_blocks()` names the parts of the observation
+with their widths, {name: width}, in the order `observe` concatenates them
+(the quadruped's base_lin_vel, base_ang_vel, gravity, command, joint_pos,
+joint_vel, last_action). The layout, {name: slice} into the observation's
+columns, and `single_observation_space`, Box(-inf, inf, (sum of widths,),
+`observation_dtype`), derive from them; so observation noise, a normalizer or a
+policy can address a block by name. Invariant (tests/tasks): `observe` returns
+exactly the blocks' total width on every backend. A task may instead set
+`single_observation_space` itself (a plain torch task); it then has one block, "obs".
+
+Options: a task's options are one dataclass, `Options` (a `TaskOptions`: each
+field with its default and a one-line doc, made with `option`). `Task(**options)`
+builds it, so an unknown name fails there, and sets every field as an attribute
+of the task (`task.episode_length_s`). The option checks (unienv.tasks),
+Hydra's task config group and the options a policy file records all read it.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from unienv.arrays import NUMPY, numpy_dtype, torch_namespace
 from unienv.backends.base import SimBackend
+from unienv.errors import ArgumentError
 from unienv.random import Sampler
 
 Reading = dict[str, torch.Tensor]
+
+
+def option(default: Any, doc: str) -> Any:
+    """A field of a task's options dataclass: its default and what it means (metadata "doc").
+    A dict default is copied for each instance."""
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=lambda: dict(default), metadata={"doc": doc})
+    return dataclasses.field(default=default, metadata={"doc": doc})
+
+
+@dataclasses.dataclass
+class TaskOptions:
+    """Base of the tasks' option dataclasses (none of its own). A field whose default is a
+    tuple holds a tuple, nested ones included, whatever sequence it was given (Hydra's lists)."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if isinstance(f.default, tuple):
+                setattr(self, f.name, _tuples(getattr(self, f.name)))
+
+
+def _tuples(value: Any) -> Any:
+    """Lists and tuples, nested ones included, as tuples."""
+    return tuple(map(_tuples, value)) if isinstance(value, (list, tuple)) else value
 
 
 class Task(abc.ABC):
@@ -63,7 +106,10 @@ class Task(abc.ABC):
     decimation: int
     episode_length_s: float
     single_action_space: gym.spaces.Box
-    single_observation_space: gym.spaces.Box
+    # the options dataclass; Task(**options) sets each of its fields as an attribute
+    Options: type[TaskOptions] = TaskOptions
+    # the observation's dtype: float32, or float64 where Gymnasium's v5 environment observes float64
+    observation_dtype: Any = np.float32
     # backend capabilities the task needs (Capabilities field names); UniEnv checks them
     # before setup, so a task fails at construction on a backend that lacks one
     requires: tuple[str, ...] = ()
@@ -79,6 +125,46 @@ class Task(abc.ABC):
     xp: Any = None  # the array namespace, from setup
     dtype: Any = torch.float64  # the backend's float dtype in the namespace's terms, from setup
     device: torch.device = torch.device("cpu")
+
+    def __init__(self, **options: Any):
+        """The task with `options` (names and defaults: `Options`'s fields), each an attribute."""
+        values = self.Options(**options)
+        for f in dataclasses.fields(values):
+            setattr(self, f.name, getattr(values, f.name))
+
+    def observation_blocks(self) -> dict[str, int]:
+        """{name: width} of the observation's blocks, in the order `observe` concatenates them.
+        Default, for a task that sets `single_observation_space` itself: one block, "obs"."""
+        space = getattr(self, "_observation_space", type(self).single_observation_space)
+        if isinstance(space, property):
+            raise NotImplementedError(f"{type(self).__name__}: declare observation_blocks()")
+        return {"obs": int(np.prod(space.shape))}
+
+    @property
+    def observation_layout(self) -> dict[str, slice]:
+        """{name: slice(start, stop)} of each block in the observation's columns."""
+        layout, start = {}, 0
+        for name, width in self.observation_blocks().items():
+            if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+                raise ArgumentError(
+                    f"{type(self).__name__}.observation_blocks: expected a width >= 1 for {name!r}, got {width!r}"
+                )
+            layout[name] = slice(start, start + int(width))
+            start += int(width)
+        return layout
+
+    @property
+    def single_observation_space(self) -> gym.spaces.Box:
+        """Box(-inf, inf, (total width of the blocks,), observation_dtype), or the space that
+        the task set itself (a class attribute, or `self.single_observation_space = ...`)."""
+        if hasattr(self, "_observation_space"):
+            return self._observation_space
+        width = max((s.stop for s in self.observation_layout.values()), default=0)
+        return gym.spaces.Box(-np.inf, np.inf, (width,), self.observation_dtype)
+
+    @single_observation_space.setter
+    def single_observation_space(self, space: gym.spaces.Box) -> None:
+        self._observation_space = space
 
     @property
     def dt(self) -> float:

@@ -12,7 +12,7 @@ header metadata one JSON string, `unienv`, holding:
                     {"type": "linear", "in": 5, "out": 64}, {"type": "elu"}, ...]; layer i's tensors
                     are named "<i>.<name>" (linear: weight, bias; normalize: mean, std)
     task            the task's name, e.g. "cartpole"
-    task_options    the task's constructor arguments as the env was built (JSON values)
+    task_options    the task's options as the env was built (JSON values)
     backend         the backend it was trained on (informational: playing it elsewhere is sim2sim)
     observation     {"shape", "dtype"} of one env's observation
     action          {"shape", "dtype", "low", "high"} of one env's action
@@ -84,7 +84,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def task_options(task) -> dict[str, Any]:
-    """The constructor arguments of a task object, read back from its attributes."""
+    """The options of a task object (the fields of its `Options` dataclass), read back from
+    its attributes."""
     return {
         name: _jsonable(getattr(task, name))
         for name in constructor_options(type(task))
