@@ -65,6 +65,7 @@ from unienv.backends import SimBackend
 from unienv.dr import DomainRandomization
 from unienv.errors import ArgumentError, unknown_name
 from unienv.random import EnvRandom
+from unienv.rows import Rows, device_rows, host_rows
 from unienv.task import Task
 from unienv.tasks import require
 
@@ -165,7 +166,9 @@ class UniEnv(VectorEnv):
         self._action_bound = float(high[0]) if symmetric else None
         self._act_low = torch.as_tensor(low, dtype=backend.get_capabilities().dtype, device=backend.device)
         self._act_high = torch.as_tensor(high, dtype=backend.get_capabilities().dtype, device=backend.device)
-        self.dr = DomainRandomization(dr, backend, task, seed) if dr else None  # checked before the build
+        # the envs a reset or DR call touches: by mask on a device backend, by id on the CPU engine
+        self._select_rows = device_rows if backend.get_capabilities().sync_free else host_rows
+        self.dr = DomainRandomization(dr, backend, task, seed, rows=self._select_rows) if dr else None
 
         require(task, backend)
         backend.materialize()
@@ -267,21 +270,24 @@ class UniEnv(VectorEnv):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
         (a fresh one if None) with those envs' rows replaced by their first."""
         xp, task = self._xp, self.task
+        rows = self._select_rows(self._tensor(mask))  # the same rows for the env and its DR
+        if rows is None:  # by id, and no env selected
+            if obs is not None:
+                return obs
+            rows = Rows(self._tensor(mask), self._all_ids[:0])
         if self._sync_free:
             ids, rng = self._all_ids, self._random.for_mask(mask)
         else:
-            if obs is not None and not mask.any():
-                return obs
-            ids = np.flatnonzero(mask) if self._host_arrays else torch.nonzero(mask).flatten()
+            ids = rows.ids.numpy() if self._host_arrays else rows.ids
             rng = self._random.for_envs(ids)
         if self._reading is not None:  # episodes end: what carries across them (a curriculum)
             task.on_reset(mask, self._reading, self._memory)
         if self.dr is not None:
-            self.dr.reset(self._tensor(mask))
+            self.dr.reset(rows)
         qpos, qvel = task.reset_state(ids, rng)
         memory = task.reset_memory(rng)
-        if self.dr is not None:
-            qpos, qvel = self._dr_reset_state(mask, ids, qpos, qvel)
+        if self.dr is not None:  # qpos, qvel: a row per env of rows
+            qpos, qvel = map(self._array, self.dr.reset_state(rows, self._tensor(qpos), self._tensor(qvel)))
         if self._sync_free:
             self.backend.set_state_tensor_mask(mask, qpos, qvel)
             self._keep(
@@ -298,7 +304,7 @@ class UniEnv(VectorEnv):
         _clear(self._length, mask, 0)
         _clear(self._start, mask, self._clock())
         self._keep("_reading", task.read(self.backend))
-        fresh = self._finish_obs(task.observe(self._reading, self._memory), mask)
+        fresh = self._finish_obs(task.observe(self._reading, self._memory), rows)
         return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
 
     # The CPU engine's hot path: the env hands the backend arrays it made itself (ctrl from
@@ -322,7 +328,9 @@ class UniEnv(VectorEnv):
             return
         self._check_task_output("reset_state", "qpos", qpos, (len(ids), self.backend.nq))
         self._check_task_output("reset_state", "qvel", qvel, (len(ids), self.backend.nv))
-        self.backend.set_state_unchecked(torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel))
+        self.backend.set_state_unchecked(
+            torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel)
+        )
 
     def _check_task_output(self, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
         source = f"{type(self.task).__name__}.{method}"
@@ -343,16 +351,6 @@ class UniEnv(VectorEnv):
             pos, quat = (self._tensor(x[ids]) for x in pose)
             self.backend.set_mocap_pose_tensor(self._tensor(ids), pos, quat)
 
-    def _dr_reset_state(self, mask, ids, qpos, qvel):
-        """The DR manager works on full-width torch rows; the CPU path holds rows for ids only."""
-        if self._sync_free:
-            return self.dr.reset_state(mask, qpos, qvel)
-        full_q = self._xp.zeros((self.num_envs, qpos.shape[1]), qpos.dtype)
-        full_v = self._xp.zeros((self.num_envs, qvel.shape[1]), qvel.dtype)
-        full_q[ids], full_v[ids] = qpos, qvel
-        full_q, full_v = self.dr.reset_state(*map(self._tensor, (mask, full_q, full_v)))
-        return self._array(full_q)[ids], self._array(full_v)[ids]
-
     def _keep(self, name: str, value):
         """Carry state to the next step: on a sync_free backend in place, into the tensors
         the last step left (so that a captured CUDA graph of the step reads what its last
@@ -367,12 +365,12 @@ class UniEnv(VectorEnv):
         elif value is not old:
             old.copy_(value)
 
-    def _finish_obs(self, obs, fresh_noise):
-        """The task's observation in the space's dtype, with DR noise (fresh where asked)."""
+    def _finish_obs(self, obs, fresh_noise: Rows | None):
+        """The task's observation in the space's dtype, with DR noise (fresh for the envs of
+        fresh_noise; None: all)."""
         obs = self._xp.astype(obs, self._obs_dtype)
         if self.dr is None:
             return obs
-        fresh_noise = None if fresh_noise is None else self._tensor(fresh_noise)
         return self._array(self.dr.observation(self._tensor(obs), fresh_noise))
 
     def observe(self) -> torch.Tensor:

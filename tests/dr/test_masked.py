@@ -15,6 +15,7 @@ from tests.syncs import count_host_syncs
 from unienv import dr as domain_randomization
 from unienv.backends import create
 from unienv.errors import ArgumentError, UnknownNameError
+from unienv.rows import Rows, device_rows, host_rows
 
 CFG = os.path.join(os.path.dirname(__file__), "..", "..", "cfg")
 MASK = [False, True, False, True]
@@ -113,7 +114,7 @@ def _ant(backend_name, config, num_envs):
         device="cpu",
         randomize=domain_randomization.backend_params(terms),
     )
-    manager = domain_randomization.DomainRandomization(terms, backend, task, seed=0)
+    manager = domain_randomization.DomainRandomization(terms, backend, task, seed=0, rows=device_rows)
     backend.materialize()
     task.setup(backend)
     manager.startup()
@@ -139,11 +140,12 @@ def test_dr_reads_nothing_back_on_a_sync_free_backend(backend_name):
     for step in range(150):
         mask = (envs < 4) & ((envs + step) % 7 == 0)  # often; envs 4-7 run on to their pushes
         with count_host_syncs() as counts:
-            dr.reset(mask)
-            dr.reset_state(mask, qpos, qvel)
+            rows = device_rows(mask)
+            dr.reset(rows)
+            dr.reset_state(rows, qpos, qvel)
             applied = dr.actions(actions)
             dr.observation(obs)
-            dr.observation(obs, mask)
+            dr.observation(obs, rows)
         syncs.append(counts)
         backend.step_tensor(task.action_to_ctrl(applied), 1)  # the pushes act, the constants follow
     assert not any(syncs), [c for c in syncs if c][:1]
@@ -153,8 +155,9 @@ def test_dr_reads_nothing_back_on_a_sync_free_backend(backend_name):
 
 
 def test_the_mask_path_draws_what_the_ids_path_draws():
-    """Env i's draws do not depend on how the envs are picked: a sync-free backend (masks,
-    static shapes) and the CPU engine (ids) give the same values for the same resets."""
+    """Env i's draws do not depend on how the envs are picked: a sync-free backend (device
+    rows: masks, static shapes) and the CPU engine (host rows: ids, and reset states of the
+    reset envs only) give the same values for the same resets."""
     if MJWARP_DEVICE != "cpu":
         pytest.skip("needs mjwarp on Warp's CPU device")
     config = {
@@ -170,13 +173,13 @@ def test_the_mask_path_draws_what_the_ids_path_draws():
         "v": {"param": "init_state", "field": "qvel", "objects": "hinge", "range": [-1.0, 1.0]},
     }  # fmt: skip
     terms = domain_randomization.parse(config)
-    managers = []
-    for name in ("mujoco", "mjwarp"):
+    managers, selectors = [], (host_rows, device_rows)
+    for name, select in zip(("mujoco", "mjwarp"), selectors, strict=True):
         device = MJWARP_DEVICE if name == "mjwarp" else None
         randomize = domain_randomization.backend_params(terms)
         backend = create(name, SCENE, 6, ContractTask.sim_dt, device=device, randomize=randomize)
         task = ContractTask()
-        manager = domain_randomization.DomainRandomization(terms, backend, task, seed=5)
+        manager = domain_randomization.DomainRandomization(terms, backend, task, seed=5, rows=select)
         backend.materialize()
         task.setup(backend)
         manager.startup()
@@ -188,11 +191,16 @@ def test_the_mask_path_draws_what_the_ids_path_draws():
         mask = torch.rand(6, generator=g) < 0.4
         action = torch.rand(6, 2, generator=g, dtype=torch.float64)
         out = []
-        for m in managers:
-            m.reset(mask)
-            qvel = torch.zeros(6, m.backend.nv, dtype=torch.float64)
-            _, qvel = m.reset_state(mask, qvel.new_zeros(6, m.backend.nq), qvel)
-            out.append((qvel, m.actions(action), m.observation(obs, mask), m.params()))
+        for m, select in zip(managers, selectors, strict=True):
+            # as the env makes them: host rows that select nothing are empty ids
+            rows = select(mask) or Rows(mask, torch.zeros(0, dtype=torch.int64))
+            m.reset(rows)
+            width = 6 if rows.ids is None else len(rows.ids)  # reset states are aligned with the rows
+            qpos, qvel = (torch.zeros(width, k, dtype=torch.float64) for k in (m.backend.nq, m.backend.nv))
+            _, qvel = m.reset_state(rows, qpos, qvel)
+            if rows.ids is not None:  # back to full width, zero for the envs not reset
+                qvel = torch.zeros(6, m.backend.nv, dtype=torch.float64).index_copy(0, rows.ids, qvel)
+            out.append((qvel, m.actions(action), m.observation(obs, rows), m.params()))
         (qvel_a, act_a, obs_a, params_a), (qvel_b, act_b, obs_b, params_b) = out
         assert torch.equal(qvel_a, qvel_b) and torch.equal(act_a, act_b) and torch.equal(obs_a, obs_b)
         for name in params_a:
@@ -217,9 +225,10 @@ def test_a_push_uses_the_randomized_mass_from_the_managers_own_buffer(dr_backend
     )
     task = ContractTask(box_z=2.0)
     task.setup(b)
-    manager = domain_randomization.DomainRandomization(terms, b, task, seed=1)
+    select = device_rows if b.get_capabilities().sync_free else host_rows
+    manager = domain_randomization.DomainRandomization(terms, b, task, seed=1, rows=select)
     manager.startup()
-    manager.reset(torch.ones(4, dtype=torch.bool, device=b.device))
+    manager.reset(select(torch.ones(4, dtype=torch.bool, device=b.device)))
     box = int(b.find("body", "box")[0])
     assert torch.allclose(manager._current["body_mass"][:, box].cpu(), b.get_dr_param("body_mass")[:, box])
     sent = {}
