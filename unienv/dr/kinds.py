@@ -40,6 +40,7 @@ from unienv.random import EnvRandom
 from unienv.rows import Rows
 
 F64 = torch.float64
+Delayed = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class Kind:
@@ -60,7 +61,8 @@ class Kind:
     fields: ClassVar[tuple[str, ...]]
     """The fields a term of this kind accepts; any other is an error."""
     history: int = 0
-    """How many past actions (this step's included) the term reads, in the manager's ring."""
+    """How many steps of actions (this step's included) the term keeps in the manager's ring;
+    one term of a config at most may keep any."""
 
     @classmethod
     def parse(cls, name: str, where: str, spec: dict) -> Term:
@@ -72,16 +74,26 @@ class Kind:
         """The backend DR parameter the term writes (named in the backend's `randomize=`)."""
         return None
 
-    def __init__(self, term: Term, backend: SimBackend, cols: Sequence[int], labels: Sequence[str], value):
+    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        """Bind term to backend and task (cold: every check); `current` is the manager's
+        {param: (num_envs, *shape) float64} of the backend parameters' current values,
+        filled at startup."""
         self.term = term
         self.num_envs, self.device = backend.num_envs, backend.device
-        self.random = EnvRandom(self.num_envs, self.device)
+        cols, labels, self.value = self.bind(backend, task, current)
         self.cols = torch.as_tensor(cols, dtype=torch.int64, device=self.device)
         self.labels = tuple(labels)
-        self.value = value
+        self.random = EnvRandom(self.num_envs, self.device)
         self.low = torch.tensor(math.inf, dtype=F64, device=self.device)
         self.high = torch.tensor(-math.inf, dtype=F64, device=self.device)
         self.countdown: torch.Tensor | None = None
+
+    def bind(
+        self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]
+    ) -> tuple[Sequence[int], Sequence[str], torch.Tensor]:
+        """Check the term against backend and task, keep what its hooks need; returns its
+        columns, their labels and its initial values (num_envs, E)."""
+        raise NotImplementedError
 
     @property
     def owns(self) -> str | None:
@@ -105,8 +117,10 @@ class Kind:
         """Change the reset state {"qpos": (R, nq), "qvel": (R, nv)}, aligned with rows, by
         replacing its tensors (never writing into them)."""
 
-    def act(self, actions: torch.Tensor, delayed: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """The actions to apply this step; delayed(d) gives each env's action of d[i] steps ago."""
+    def act(self, actions: torch.Tensor, delayed: Delayed) -> torch.Tensor:
+        """The actions to apply this step, from those the terms before it made; a term that
+        keeps a `history` calls delayed(actions, d) once: it records actions as this step's and
+        gives each env's of d[i] steps ago."""
         return actions
 
     def observe(self, rows: Rows, offset: torch.Tensor) -> None:
@@ -170,8 +184,8 @@ class Model(Kind):
     def backend_param(cls, term: Term) -> str | None:
         return term.param
 
-    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
-        where = f"dr.{term.name}"
+    def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        term, where = self.term, f"dr.{self.term.name}"
         caps = backend.get_dr_capabilities()
         if term.param not in caps:
             raise CapabilityError(
@@ -202,9 +216,9 @@ class Model(Kind):
         cols_t = torch.as_tensor(cols, dtype=torch.int64, device=backend.device)
         self.base = default.reshape(-1)[cols_t]  # the compiled default of the entries
         _check_physical(backend, where, term, default, cols_t)
-        value = self.base.expand(backend.num_envs, len(cols)).clone()
-        super().__init__(term, backend, cols, labels, value)  # value: the values written
         self.backend, self.current = backend, current
+        written = self.base.expand(backend.num_envs, len(cols)).clone()
+        return cols, labels, written  # value: the values written
 
     @property
     def owns(self) -> str | None:
@@ -256,8 +270,8 @@ class ObsNoise(Kind):
             bias=bias,
         )
 
-    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
-        where = f"dr.{term.name}"
+    def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        term, where = self.term, f"dr.{self.term.name}"
         obs_dim = int(np.prod(task.single_observation_space.shape))
         obs_dtype = task.single_observation_space.dtype
         if term.blocks is not None:
@@ -275,8 +289,8 @@ class ObsNoise(Kind):
                 f"{where}: noise up to {reach:.3g} does not fit the observation's "
                 f"{np.dtype(obs_dtype).name} (expected at most {limit:.3g})"
             )
-        value = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)
-        super().__init__(term, backend, cols, labels, value)  # value: the episode's bias
+        bias = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)
+        return cols, labels, bias  # value: the episode's bias
 
     @property
     def owns(self) -> str | None:
@@ -310,17 +324,16 @@ class ActionLatency(Kind):
         schedule = read.choice(where, spec, "schedule", ("startup", "reset"), "reset")
         return Term(name, "action_latency", cls.name, schedule=schedule, delay=(int(low), int(high)))
 
-    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
-        value = torch.zeros(backend.num_envs, 1, dtype=torch.int64, device=backend.device)
-        super().__init__(term, backend, [0], ("steps",), value)  # value: each env's delay in steps
-        self.history = term.delay[1] + 1
+    def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        self.history = self.term.delay[1] + 1
+        return [0], ("steps",), torch.zeros(backend.num_envs, 1, dtype=torch.int64, device=backend.device)
 
     def apply(self, rows: Rows) -> None:
         lo, hi = self.term.delay
         rows.put(self.value, self.seen(rows, rows.sampler(self.random).integers((1,), lo, hi + 1)))
 
-    def act(self, actions: torch.Tensor, delayed: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        return delayed(self.value[:, 0])
+    def act(self, actions: torch.Tensor, delayed: Delayed) -> torch.Tensor:
+        return delayed(actions, self.value[:, 0])
 
 
 class Push(Kind):
@@ -352,8 +365,8 @@ class Push(Kind):
             body=spec["body"],
         )
 
-    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
-        where = f"dr.{term.name}"
+    def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        term, where = self.term, f"dr.{self.term.name}"
         if not backend.get_capabilities().body_wrench:
             raise CapabilityError(
                 f"{where}: the {backend.name} backend cannot apply body wrenches for a push"
@@ -361,10 +374,10 @@ class Push(Kind):
         self.body = int(_match(where, "body", (term.body,), backend.names("body"), {0})[0])
         parent = backend.info.body_parent
         subtree = [b for b in range(len(parent)) if _descends(b, self.body, parent)]
-        value = torch.zeros(backend.num_envs, 3, dtype=F64, device=backend.device)
-        super().__init__(term, backend, term.axes, tuple("xyz"), value)  # value: the last dv commanded
         self.subtree = torch.as_tensor(subtree, device=backend.device)  # it and its descendants
         self.backend, self.current, self.step_seconds = backend, current, float(task.dt)
+        dv = torch.zeros(backend.num_envs, 3, dtype=F64, device=backend.device)
+        return term.axes, "xyz", dv  # value: the last dv commanded
 
     def startup(self) -> None:
         if "body_mass" not in self.current:  # not randomized: the compiled masses
@@ -412,8 +425,8 @@ class InitState(Kind):
             field=read.choice(where, spec, "field", ("qpos", "qvel"), None),
         )
 
-    def __init__(self, term: Term, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
-        where, info, joints = f"dr.{term.name}", backend.info, backend.names("joint")
+    def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
+        term, where, info, joints = self.term, f"dr.{self.term.name}", backend.info, backend.names("joint")
         cols, labels = [], []
         for j in _match(where, "joint", term.objects, joints):
             kind = int(info.joint_type[j])
@@ -427,8 +440,8 @@ class InitState(Kind):
                 start, width = int(info.joint_dof_adr[j]), {0: 6, 1: 3}.get(kind, 1)
             cols += range(start, start + width)
             labels += [joints[j] if width == 1 else f"{joints[j]}:{k}" for k in range(width)]
-        value = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)
-        super().__init__(term, backend, cols, labels, value)  # value: the last sample
+        sample = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)
+        return cols, labels, sample  # value: the last sample
 
     @property
     def owns(self) -> str | None:

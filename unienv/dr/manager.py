@@ -66,6 +66,9 @@ class DomainRandomization:
         self._current: dict[str, torch.Tensor] = {}
         self._bound: list[Kind] = [KINDS[t.kind](t, backend, task, self._current) for t in terms]
         _check_disjoint(self._bound)
+        keeping = [b.term.name for b in self._bound if b.history]
+        if len(keeping) > 1:
+            raise ArgumentError(f"dr: one term at most may keep past actions, got {keeping}")
         self._interval = [b for b in self._bound if b.term.schedule == "interval"]
         self._observers = _implementing(self._bound, "observe")
         self._actors = _implementing(self._bound, "act")
@@ -138,19 +141,18 @@ class DomainRandomization:
             fired.setdefault(type(b), []).append((b, due))
         for kind, terms in fired.items():
             kind.fired(terms)
-        if self._history is not None:
-            h, head = self._history, self._head
-            head.add_(1).remainder_(len(h))
-            h.index_copy_(0, head.view(1), actions[None].to(h.dtype))
         applied = actions
-        for b in self._actors:
+        for b in self._actors:  # in term order, each on the actions the one before made
             applied = b.act(applied, self._delayed)
         return applied.to(actions.dtype)
 
-    def _delayed(self, delay: torch.Tensor) -> torch.Tensor:
-        """Each env's action of delay[i] steps ago, from the ring (zero before its first)."""
-        h = self._history
-        return h[(self._head - delay) % len(h), self._env_index]
+    def _delayed(self, actions: torch.Tensor, delay: torch.Tensor) -> torch.Tensor:
+        """Record actions as this step's in the ring; each env's actions of delay[i] steps
+        ago (zero before its first). Called once a step, by the one term that reads the ring."""
+        h, head = self._history, self._head
+        head.add_(1).remainder_(len(h))
+        h.index_copy_(0, head.view(1), actions[None].to(h.dtype))
+        return h[(head - delay) % len(h), self._env_index]
 
     def observation(self, obs: torch.Tensor, rows: Rows | None = None) -> torch.Tensor:
         """obs plus noise: fresh noise for the envs of rows (None: all), the same as last
