@@ -429,15 +429,15 @@ class InitState(Kind):
         term, where, info, joints = self.term, f"dr.{self.term.name}", backend.info, backend.names("joint")
         cols, labels = [], []
         for j in _match(where, "joint", term.objects, joints):
-            kind = int(info.joint_type[j])
+            joint_type = int(info.joint_type[j])  # 0 free, 1 ball, 2 slide, 3 hinge
             if term.field == "qpos":
-                if kind == 1:
+                if joint_type == 1:
                     raise ArgumentError(
                         f"{where}.objects: {joints[j]!r} is a ball joint; its qpos is a quaternion"
                     )
-                start, width = int(info.joint_qpos_adr[j]), 3 if kind == 0 else 1
+                start, width = int(info.joint_qpos_adr[j]), 3 if joint_type == 0 else 1
             else:
-                start, width = int(info.joint_dof_adr[j]), {0: 6, 1: 3}.get(kind, 1)
+                start, width = int(info.joint_dof_adr[j]), {0: 6, 1: 3}.get(joint_type, 1)
             cols += range(start, start + width)
             labels += [joints[j] if width == 1 else f"{joints[j]}:{k}" for k in range(width)]
         sample = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)

@@ -59,7 +59,7 @@ class Term:
 
     name: str
     param: str
-    kind: str = "model"
+    kind: str
     distribution: Distribution | None = None
     operation: str | None = None
     schedule: str = "reset"
