@@ -115,3 +115,18 @@ def test_env_i_draws_as_a_single_env_seeded_seed_plus_i():
     single.reset(seed=12)
     for name, value in single.dr_params().items():
         assert torch.equal(vector.dr_params()[name][2:3], value), name
+
+
+def test_a_reset_of_no_env_changes_nothing():
+    """An empty reset mask (host rows select nothing): no draw, no write, the same noise."""
+    env = contract_env({**RESET_TERMS, "v": {"param": "init_state", "field": "qvel", "range": [-1.0, 1.0]}})
+    env.reset(seed=2)
+    last, *_ = env.step(torch.ones(6, 2))
+    before, engine, physics = env.dr_params(), backend_values(env), env.backend.get_physics_state()
+    obs, _ = env.reset(options={"reset_mask": torch.zeros(6, dtype=torch.bool)})
+    assert torch.equal(obs, last)
+    assert torch.equal(env.backend.get_physics_state(), physics)
+    for name, value in env.dr_params().items():
+        assert torch.equal(value, before[name]), name
+    for param, value in backend_values(env).items():
+        assert torch.equal(value, engine[param]), param

@@ -155,8 +155,9 @@ def test_dr_reads_nothing_back_on_a_sync_free_backend(backend_name):
 
 
 def test_the_mask_path_draws_what_the_ids_path_draws():
-    """Env i's draws do not depend on how the envs are picked: a sync-free backend (masks,
-    static shapes) and the CPU engine (ids) give the same values for the same resets."""
+    """Env i's draws do not depend on how the envs are picked: a sync-free backend (device
+    rows: masks, static shapes) and the CPU engine (host rows: ids, and reset states of the
+    reset envs only) give the same values for the same resets."""
     if MJWARP_DEVICE != "cpu":
         pytest.skip("needs mjwarp on Warp's CPU device")
     config = {
@@ -172,8 +173,8 @@ def test_the_mask_path_draws_what_the_ids_path_draws():
         "v": {"param": "init_state", "field": "qvel", "objects": "hinge", "range": [-1.0, 1.0]},
     }  # fmt: skip
     terms = domain_randomization.parse(config)
-    managers = []
-    for name, select in (("mujoco", host_rows), ("mjwarp", device_rows)):
+    managers, selectors = [], (host_rows, device_rows)
+    for name, select in zip(("mujoco", "mjwarp"), selectors, strict=True):
         device = MJWARP_DEVICE if name == "mjwarp" else None
         randomize = domain_randomization.backend_params(terms)
         backend = create(name, SCENE, 6, ContractTask.sim_dt, device=device, randomize=randomize)
@@ -190,15 +191,16 @@ def test_the_mask_path_draws_what_the_ids_path_draws():
         mask = torch.rand(6, generator=g) < 0.4
         action = torch.rand(6, 2, generator=g, dtype=torch.float64)
         out = []
-        ids = torch.nonzero(mask).flatten()
-        for m, rows in zip(managers, (Rows(mask, ids), Rows(mask)), strict=True):
+        for m, select in zip(managers, selectors, strict=True):
+            # as the env makes them: host rows that select nothing are empty ids
+            rows = select(mask) or Rows(mask, torch.zeros(0, dtype=torch.int64))
             m.reset(rows)
-            width = 6 if rows.ids is None else len(ids)  # the host rows' states are one per id
-            qvel = torch.zeros(width, m.backend.nv, dtype=torch.float64)
-            _, qvel = m.reset_state(rows, qvel.new_zeros(width, m.backend.nq), qvel)
-            full = torch.zeros(6, m.backend.nv, dtype=torch.float64)
-            full[ids if rows.ids is not None else slice(None)] = qvel
-            out.append((full, m.actions(action), m.observation(obs, rows), m.params()))
+            width = 6 if rows.ids is None else len(rows.ids)  # reset states are aligned with the rows
+            qpos, qvel = (torch.zeros(width, k, dtype=torch.float64) for k in (m.backend.nq, m.backend.nv))
+            _, qvel = m.reset_state(rows, qpos, qvel)
+            if rows.ids is not None:  # back to full width, zero for the envs not reset
+                qvel = torch.zeros(6, m.backend.nv, dtype=torch.float64).index_copy(0, rows.ids, qvel)
+            out.append((qvel, m.actions(action), m.observation(obs, rows), m.params()))
         (qvel_a, act_a, obs_a, params_a), (qvel_b, act_b, obs_b, params_b) = out
         assert torch.equal(qvel_a, qvel_b) and torch.equal(act_a, act_b) and torch.equal(obs_a, obs_b)
         for name in params_a:
