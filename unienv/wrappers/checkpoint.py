@@ -167,7 +167,9 @@ def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: d
         for i, module in enumerate(_flat(actor))
         for name, tensor in module.state_dict().items()
     }
-    safetensors.torch.save_file(weights, path, metadata={META_KEY: json.dumps(meta)})
+    temporary = f"{path}.tmp{os.getpid()}"  # then replaced whole: a reader never sees half a file
+    safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
+    os.replace(temporary, path)
     return meta
 
 
