@@ -322,9 +322,7 @@ class UniEnv(VectorEnv):
             return
         self._check_task_output("reset_state", "qpos", qpos, (len(ids), self.backend.nq))
         self._check_task_output("reset_state", "qvel", qvel, (len(ids), self.backend.nv))
-        self.backend.set_state_unchecked(
-            torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel)
-        )
+        self.backend.set_state_unchecked(torch.from_numpy(ids), torch.from_numpy(qpos), torch.from_numpy(qvel))
 
     def _check_task_output(self, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
         source = f"{type(self.task).__name__}.{method}"
