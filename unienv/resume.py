@@ -128,15 +128,22 @@ def load_env_state(env, state: dict[str, Any]) -> None:
         raise ArgumentError(
             f"checkpoint: its env state does not fit this env (task, DR or num_envs differ): {missing[:5]}"
         )
-    for path, value in saved.items():
-        container, key, target = targets[path]
+    for path, value in saved.items():  # every check before the first write: a refusal changes nothing
+        target = targets[path][2]
         if tuple(target.shape) != tuple(value.shape):
             raise ArgumentError(
                 f"checkpoint: {path} has shape {tuple(value.shape)}, this env's has {tuple(target.shape)}"
             )
-        _assign(container, key, target, value)
     backend = base.backend
-    backend.set_physics_state(state["physics"].to(backend.device))
+    physics = state["physics"]
+    if tuple(physics.shape) != (base.num_envs, backend.physics_state_size):
+        raise ArgumentError(
+            f"checkpoint: its physics state has shape {tuple(physics.shape)}, this env's "
+            f"({base.num_envs}, {backend.physics_state_size})"
+        )
+    for path, value in saved.items():
+        _assign(*targets[path], value)
+    backend.set_physics_state(physics.to(backend.device))
     if base.dr is not None:  # the per-env model parameters DR wrote into the backend
         from unienv.dr import backend_params
 
