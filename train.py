@@ -73,7 +73,9 @@ class Interrupted(Exception):
 
 class StopSignal:
     """SIGTERM and SIGINT noted, not acted on at once: the runner stops after the iteration under way
-    (its checkpoint needs the state between two iterations). A second signal acts as usual."""
+    (its checkpoint needs the state between two iterations). A second SIGINT (Ctrl-C) acts as usual;
+    a repeated SIGTERM is noted again (torchrun forwards one more than once; a scheduler's next
+    step is SIGKILL)."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -82,9 +84,13 @@ class StopSignal:
         self._previous = {s: signal.signal(s, self._note) for s in self.SIGNALS}
 
     def _note(self, signum, frame) -> None:
+        if self.received is None:
+            print(
+                f"{signal.Signals(signum).name}: stopping after this iteration", file=sys.stderr, flush=True
+            )
         self.received = signum
-        print(f"{signal.Signals(signum).name}: stopping after this iteration", file=sys.stderr, flush=True)
-        self.restore()
+        if signum == signal.SIGINT:
+            signal.signal(signum, self._previous[signum])
 
     def restore(self) -> None:
         for s, handler in self._previous.items():
@@ -164,13 +170,12 @@ class Runner(OnPolicyRunner):
             return False
         if not self.is_distributed:
             return self.stop.received is not None
-        flag = torch.tensor(
-            [0 if self.stop.received is None else int(self.stop.received)], device=self.device
-        )
+        flag = torch.tensor([self.stop.received or 0], device=self.device)
         torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-        if flag.item() and self.stop.received is None:
-            self.stop.received = int(flag.item())
-        return bool(flag.item())
+        received = int(flag.item())  # one read per iteration
+        if received:
+            self.stop.received = received
+        return received != 0
 
     def _save_now(self, it: int) -> None:
         if self.logger.writer is not None:  # process 0 logs and saves
@@ -187,7 +192,10 @@ class Runner(OnPolicyRunner):
             "seconds": self.curve[-1]["seconds"] if self.curve else 0.0,
             "algorithm": self.alg.save(),
             "env": env_state(self.env.env),
-            "adapter": {"obs": self.env.get_observations()["policy"].cpu(), "term_sums": self.env._term_sums},
+            "adapter": {
+                "obs": self.env.get_observations()["policy"].cpu(),
+                "term_sums": {k: v.cpu() for k, v in self.env._term_sums.items()},
+            },
             "logger": {
                 "rewbuffer": list(logger.rewbuffer),
                 "lenbuffer": list(logger.lenbuffer),
