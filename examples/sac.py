@@ -7,8 +7,8 @@
 Soft actor-critic (Haarnoja et al. 2018, with the learned temperature of their second paper), fed
 as FastTD3 and FastSAC feed it: every env step of the vector env adds num_envs transitions to one
 replay buffer, a ring of torch tensors on the env's device, and is followed by --updates-per-step
-gradient updates on minibatches drawn from it. Nothing leaves the device in the loop (returns of
-ended episodes are read for the log).
+gradient updates on minibatches drawn from it. Nothing leaves the device in the loop: the returns
+of ended episodes are summed there and read once per progress line.
 
 - Actor: a tanh-squashed Gaussian, rescaled to the action space's bounds; its log-probability
   carries the tanh's change of variables. Critics: two Q networks and their Polyak-averaged
@@ -170,7 +170,8 @@ def train(args: argparse.Namespace) -> dict:
 
     obs, _ = env.reset(seed=args.seed)
     obs = obs.float()
-    returns: list[float] = []  # finished episodes' returns
+    ended_return = torch.zeros((), dtype=torch.float64, device=device)  # since the last progress line
+    ended_count = torch.zeros((), dtype=torch.int64, device=device)
     vector_steps = max(1, args.total_steps // n)
     start, logged = time.perf_counter(), 0
     for step in range(1, vector_steps + 1):
@@ -185,7 +186,8 @@ def train(args: argparse.Namespace) -> dict:
         if "final_obs" in info:  # the ended episodes' last observations, not their successors' first
             real_next = torch.where(info["_final_obs"][:, None], info["final_obs"].float(), next_obs)
             stats, ended = info["final_info"]["episode_stats"], info["final_info"]["_episode_stats"]
-            returns += stats["r"][ended].tolist()
+            ended_return += torch.where(ended, stats["r"], 0.0).sum()
+            ended_count += ended.sum()
         buffer.add(obs, actions, reward.float(), real_next, terminated.float())
         obs = next_obs
         if step * n > args.learning_starts:
@@ -193,10 +195,12 @@ def train(args: argparse.Namespace) -> dict:
                 update()
         if step * n - logged >= args.log_every or step == vector_steps:
             logged = step * n
-            recent = returns[-20:]
-            mean = sum(recent) / len(recent) if recent else float("nan")
+            count = int(ended_count)  # the loop's one read of the device, once per line
+            mean = float(ended_return) / count if count else float("nan")
+            ended_return.zero_()
+            ended_count.zero_()
             print(
-                f"steps {step * n}  return (last {len(recent)} episodes) {mean:.1f}  "
+                f"steps {step * n}  return ({count} episodes) {mean:.1f}  "
                 f"alpha {float(log_alpha.detach().exp()):.3f}  {time.perf_counter() - start:.0f} s",
                 flush=True,
             )

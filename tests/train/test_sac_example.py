@@ -21,7 +21,7 @@ def test_sac_example_learns_in_a_short_run(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    curve = [float(r) for r in re.findall(r"return \(last \d+ episodes\) (\S+)", done.stdout)]
+    curve = [float(r) for r in re.findall(r"return \(\d+ episodes\) (\S+)", done.stdout)]
     assert len(curve) == 6 and curve[-1] > curve[0] + 10, done.stdout[-2000:]  # the return rises
     figures = dict(re.findall(r"(\w+) (-?[\d.]+)", done.stdout.strip().splitlines()[-1]))
     assert int(figures["env_steps"]) == 6000

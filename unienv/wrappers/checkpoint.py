@@ -4,6 +4,9 @@
     module, meta = load_policy("policy.safetensors")  # module(obs (N, obs_dim) float32) -> actions
     check_layout(meta, env)                           # raises ArgumentError if env is another layout
 
+`python -m unienv export policy.safetensors --onnx policy.onnx` writes the same network as ONNX
+with the same layout metadata, for deployment (unienv.export).
+
 The file is a safetensors file (https://huggingface.co/docs/safetensors): the weights, and in its
 header metadata one JSON string, `unienv`, holding:
 
