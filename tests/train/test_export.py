@@ -86,6 +86,18 @@ def test_a_trained_policy_exports_and_play_plays_the_onnx_file(tmp_path):
     checked = re.search(r"differ by at most (\S+) over 1000 observations", out)
     assert checked and float(checked[1]) <= FLOAT32_ROUNDING, out
 
+    # a checkpoint is not a policy file: one error line, nothing written
+    refused = subprocess.run(
+        [sys.executable, "-m", "unienv", "export", str(tmp_path / "run" / "model_2.pt"), "--onnx", "x.onnx"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith("error: policy: ") and "zip archive" in refused.stderr
+    assert not (tmp_path / "x.onnx").exists()
+
     obs = observations("cartpole")
     module, meta = load_policy(str(policy))
     with torch.no_grad():
