@@ -119,3 +119,18 @@ def test_sigkill_loses_at_most_one_checkpoint_interval_and_another_runs_checkpoi
 
     refused = train(again, "seed=1", "train.iterations=300", f"train.resume={path}", status=1)
     assert "train.resume:" in refused.stderr and "seed: the checkpoint has 0, this run 1" in refused.stderr
+
+
+def test_checkpoint_minutes_writes_after_the_iteration_that_passes_it(tmp_path):
+    """A time interval shorter than an iteration: a checkpoint after every one, each resumable."""
+    run_dir = tmp_path / "timed"
+    run_dir.mkdir()
+    train(run_dir, "train.iterations=4", "train.runner.save_interval=1000", "train.checkpoint_minutes=1e-6")
+    assert sorted(p.name for p in run_dir.glob("model_*.pt")) == [f"model_{i}.pt" for i in range(4)]
+    assert [load_checkpoint(str(run_dir / f"model_{i}.pt"))[1]["iterations"] for i in range(4)] == [
+        1,
+        2,
+        3,
+        4,
+    ]
+    assert not list(run_dir.glob("*.tmp*"))  # every temporary file was moved into place
