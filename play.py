@@ -3,6 +3,7 @@
     python play.py                                   # cartpole, mujoco, random policy
     python play.py task=ant num_envs=16 steps=500 policy=zero
     python play.py task=cartpole policy=path/to/policy.safetensors video.envs=1
+    python play.py policy=path/to/policy.onnx        # an exported policy, run by onnxruntime
     python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/sweep.py)
 
 Configuration lives in cfg/ (Hydra); `python play.py --help` lists it. A mistake prints one

@@ -1,7 +1,8 @@
 """`unienv list` (or `python -m unienv list`): every task, its spaces, and the backends that run it;
 `unienv options TASK`: the task's options (`task.<option>=` on the command line), their defaults
 and what each means, from the task's options dataclass;
-`unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.sim2sim).
+`unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.sim2sim);
+`unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.export).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
 every feature the task declares in `requires`; no task is built. To read a
@@ -21,7 +22,7 @@ import os
 import sys
 
 from unienv import backends, cli
-from unienv.errors import install_command
+from unienv.errors import ArgumentError, install_command
 from unienv.tasks import TASKS, gym_id, task_class, task_config
 
 
@@ -117,6 +118,27 @@ def list_options(name: str, out=None) -> None:
         print(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}", file=out or sys.stdout)
 
 
+def export_policy(policy: str, out: str, check: int) -> None:
+    """`unienv export`: write the ONNX file, then (where onnxruntime is installed) compare it with
+    the torch policy on `check` observations."""
+    from unienv import export
+
+    if check < 0:
+        raise ArgumentError(f"--check: expected a number of observations >= 0, got {check}")
+    meta = export.export_onnx(policy, out)
+    print(
+        f"onnx: {out} ({meta['task']}: obs {tuple(meta['observation']['shape'])} -> actions "
+        f"{tuple(meta['action']['shape'])}, opset {export.OPSET}, layout in metadata_props['unienv'])"
+    )
+    if check == 0:
+        return
+    if importlib.util.find_spec("onnxruntime") is None:
+        print(f"not checked against torch: onnxruntime is not installed ({install_command('onnx')})")
+        return
+    difference = export.compare(policy, out, export.sample_observations(policy, check))
+    print(f"checked: onnxruntime and torch differ by at most {difference:.2e} over {check} observations")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="unienv", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -126,8 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "sim2sim", help="each backend against MuJoCo on a task (see unienv.sim2sim)", add_help=False
     )
+    export = commands.add_parser("export", help="a policy file as ONNX, for deployment (see unienv.export)")
+    export.add_argument("policy", help="a policy file written by train.py or save_policy (.safetensors)")
+    export.add_argument("--onnx", required=True, metavar="OUT", help="the ONNX file to write")
+    export.add_argument(
+        "--check",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="compare onnxruntime's actions with torch's on N observations (0: skip; needs onnxruntime)",
+    )
     args, rest = parser.parse_known_args(argv)
-    if args.command == "list":
+    if args.command == "export":
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        export_policy(args.policy, args.onnx, args.check)
+    elif args.command == "list":
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         list_tasks()

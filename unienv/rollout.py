@@ -43,8 +43,9 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
 
     A policy file comes from train.py or unienv.wrappers.checkpoint.save_policy: tensors and JSON,
     never unpickled (a pickle, TorchScript or torch.export file is refused, since loading one can
-    run code). It is refused, naming each difference, unless its task, options and observation/action
-    layout match env's.
+    run code). A `.onnx` file written by `unienv export` runs in onnxruntime, with no torch model
+    involved (unienv.export). Either is refused, naming each difference, unless its task, options and
+    observation/action layout match env's.
     """
     low = torch.as_tensor(env.single_action_space.low, device=env.device)
     high = torch.as_tensor(env.single_action_space.high, device=env.device)
@@ -58,6 +59,12 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
         raise ArgumentError(
             f"policy: expected 'zero', 'random' or the path of a policy file, got {spec!r} (file not found)"
         )
+    if str(spec).endswith(".onnx"):
+        from unienv.export import load_onnx_policy
+
+        policy, meta = load_onnx_policy(str(spec), device=env.device)
+        checkpoint.check_layout(meta, env, path=str(spec))
+        return policy
     module, meta = checkpoint.load_policy(str(spec), device=env.device)
     checkpoint.check_layout(meta, env, path=str(spec))
     return _no_grad(module)

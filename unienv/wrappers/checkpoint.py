@@ -4,6 +4,9 @@
     module, meta = load_policy("policy.safetensors")  # module(obs (N, obs_dim) float32) -> actions
     check_layout(meta, env)                           # raises ArgumentError if env is another layout
 
+`python -m unienv export policy.safetensors --onnx policy.onnx` writes the same network as ONNX
+with the same layout metadata, for deployment (unienv.export).
+
 The file is a safetensors file (https://huggingface.co/docs/safetensors): the weights, and in its
 header metadata one JSON string, `unienv`, holding:
 
@@ -168,7 +171,9 @@ def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: d
         for i, module in enumerate(_flat(actor))
         for name, tensor in module.state_dict().items()
     }
-    safetensors.torch.save_file(weights, path, metadata={META_KEY: json.dumps(meta)})
+    temporary = f"{path}.tmp{os.getpid()}"  # then replaced whole: a reader never sees half a file
+    safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
+    os.replace(temporary, path)
     return meta
 
 

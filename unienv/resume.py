@@ -1,0 +1,174 @@
+"""Training checkpoints: a run's whole state at an iteration boundary, written atomically, restored exactly.
+
+    save_checkpoint(path, state)        # temporary name, then os.replace: a reader never sees half a file
+    state = load_checkpoint(path)       # a file, or a run dir (its newest model_<it>.pt)
+    snapshot = env_state(env)           # everything a unienv VectorEnv carries from one step to the next
+    load_env_state(env, snapshot)       # into an env built with the same task, backend, num_envs and DR
+
+What an env carries between steps, and so what `env_state` holds:
+- the physics of every env, `backend.get_physics_state()` (time, qpos, qvel and the engine's solver
+  state, such as MuJoCo's warm start), so the next step is bit-identical;
+- every tensor and NumPy array the env, its task, its DR manager and its random streams keep
+  (`unienv.random` counters, per-env memory such as commands, the task's last reading, episode
+  returns and lengths, a terrain curriculum's levels, DR's current parameters, latency rings and
+  timers), found by walking those objects' attributes and named by their attribute path;
+- the per-env DR parameters written to the backend (body masses, frictions, ...), rewritten from
+  the DR manager's record of them.
+Wall-clock fields (an episode's start time) are left as the new process has them: they only feed
+the episode's duration in seconds.
+
+A checkpoint is a dict of tensors, numbers, strings, lists and dicts written with torch.save and
+read with `torch.load(weights_only=True)`, which rebuilds only those types and never runs code from
+the file. Restoring is exact on the CPU: an env restored from a snapshot steps bit for bit as the
+env that was snapshotted, and train.py continues a run as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from unienv.backends import SimBackend
+from unienv.errors import ArgumentError
+
+FORMAT = "unienv.train/1"
+CHECKPOINT = re.compile(r"model_(\d+)\.pt")
+# per-env wall-clock times: a new process has its own clock
+_CLOCKS = ("_start", "_now")
+# what the walk leaves alone: the backend (its physics is snapshotted through the contract), the
+# renderer and a captured CUDA graph (rebuilt on demand)
+_SKIP = ("backend", "_renderer", "_graph", *_CLOCKS)
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    """Write `state` to path atomically (a temporary file beside it, then os.replace)."""
+    temporary = f"{path}.tmp{os.getpid()}"
+    torch.save({"format": FORMAT, **state}, temporary)
+    os.replace(temporary, path)
+
+
+def find_checkpoint(path: str) -> str:
+    """path itself if it is a file; for a run dir, its newest model_<it>.pt (the highest it)."""
+    if os.path.isfile(path):
+        return path
+    if not os.path.isdir(path):
+        raise ArgumentError(
+            f"train.resume: expected a run dir or a checkpoint file, got {path!r} (not found)"
+        )
+    found = [(int(m[1]), name) for name in os.listdir(path) if (m := CHECKPOINT.fullmatch(name))]
+    if not found:
+        raise ArgumentError(f"train.resume: {path} holds no checkpoint (model_<iteration>.pt)")
+    return os.path.join(path, max(found)[1])
+
+
+def load_checkpoint(path: str) -> tuple[str, dict]:
+    """(the file read, its state) for a checkpoint file or a run dir; refuses anything else."""
+    path = find_checkpoint(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a pickle with code in it, a damaged file, not a torch file
+        raise ArgumentError(f"train.resume: {path} is not a unienv training checkpoint ({e})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        given = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise ArgumentError(
+            f"train.resume: {path} has format {given!r}, expected {FORMAT!r} (a checkpoint of this "
+            "unienv's train.py; rsl_rl's own model_<it>.pt files hold no env state)"
+        )
+    return path, state
+
+
+def _arrays(obj: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(path, container, key, value) for each tensor and NumPy array reachable from obj through
+    the attributes of unienv's objects, dicts, lists and tuples (each object once)."""
+    if isinstance(obj, (torch.Tensor, np.ndarray)) or id(obj) in seen or isinstance(obj, SimBackend):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        items = [(k, v) for k, v in obj.items() if isinstance(k, str)]
+    elif isinstance(obj, (list, tuple)):
+        items = list(enumerate(obj))
+    elif type(obj).__module__.split(".")[0] in ("unienv", "tasks") and hasattr(obj, "__dict__"):
+        items = [(k, v) for k, v in vars(obj).items() if k not in _SKIP]
+    else:
+        return
+    for key, value in items:
+        here = f"{path}.{key}"
+        if isinstance(value, (torch.Tensor, np.ndarray)):
+            yield here, obj, key, value
+        else:
+            yield from _arrays(value, here, seen)
+
+
+def env_state(env) -> dict[str, Any]:
+    """A copy of everything `env` (a unienv VectorEnv or a wrapper of one) carries between steps;
+    see the module docstring. Tensors are moved to the CPU."""
+    base = env.unwrapped
+    arrays = {
+        path: torch.as_tensor(np.array(value) if isinstance(value, np.ndarray) else value)
+        .detach()
+        .cpu()
+        .clone()
+        for path, _, _, value in _arrays(base, "env", set())
+    }
+    return {"physics": base.backend.get_physics_state().detach().cpu().clone(), "arrays": arrays}
+
+
+def load_env_state(env, state: dict[str, Any]) -> None:
+    """Restore a snapshot of `env_state` into env, built as the snapshotted env was."""
+    base = env.unwrapped
+    targets = {path: (container, key, value) for path, container, key, value in _arrays(base, "env", set())}
+    saved = state["arrays"]
+    missing = sorted(set(saved) ^ set(targets))
+    if missing:
+        raise ArgumentError(
+            f"checkpoint: its env state does not fit this env (task, DR or num_envs differ): {missing[:5]}"
+        )
+    for path, value in saved.items():  # every check before the first write: a refusal changes nothing
+        target = targets[path][2]
+        if tuple(target.shape) != tuple(value.shape):
+            raise ArgumentError(
+                f"checkpoint: {path} has shape {tuple(value.shape)}, this env's has {tuple(target.shape)}"
+            )
+    backend = base.backend
+    physics = state["physics"]
+    if tuple(physics.shape) != (base.num_envs, backend.physics_state_size):
+        raise ArgumentError(
+            f"checkpoint: its physics state has shape {tuple(physics.shape)}, this env's "
+            f"({base.num_envs}, {backend.physics_state_size})"
+        )
+    for path, value in saved.items():
+        _assign(*targets[path], value)
+    backend.set_physics_state(physics.to(backend.device))
+    if base.dr is not None:  # the per-env model parameters DR wrote into the backend
+        from unienv.dr import backend_params
+
+        ids = torch.arange(base.num_envs, device=backend.device)
+        for param in backend_params(base.dr.terms):
+            values = base.dr._current[param]
+            backend.set_dr_param(param, ids, values.to(backend.device, backend.get_capabilities().dtype))
+
+
+def _assign(container: Any, key: Any, target: Any, value: torch.Tensor) -> None:
+    """Write value into target in place (views of it stay views), or rebind the container's entry
+    where target cannot be written (an expanded tensor, a read-only array)."""
+    if isinstance(target, np.ndarray):
+        if target.flags.writeable:
+            np.copyto(target, value.numpy().astype(target.dtype, copy=False))
+            return
+        fresh: Any = value.numpy().astype(target.dtype).copy()
+    else:
+        try:
+            with torch.no_grad():
+                target.copy_(value)
+            return
+        except RuntimeError:  # memory shared between elements (expand): a tensor of its own
+            fresh = value.to(target.device, target.dtype).clone()
+    if isinstance(container, (dict, list)):
+        container[key] = fresh
+    else:
+        setattr(container, key, fresh)
