@@ -49,7 +49,6 @@ def _fmt(x, kind: str) -> str:
 def table(runs: list[dict], wide: int = 256, narrow: int = 1) -> str:
     """One machine's runs as a Markdown table: per task, raw and env env-steps/s at `wide`
     envs (first run), reads/raw and env/raw at `wide` and env +µs at `narrow` (every run)."""
-    first = runs[0]
     tasks = list(dict.fromkeys(r["task"] for run in runs for r in run["rows"]))
     n = len(runs)
     runs_word = "one run" if n == 1 else f"{n} runs"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -68,6 +69,13 @@ def message(e: BaseException) -> str:
             valid = list(dict.fromkeys([*valid, *option_defaults(cause.parent_node["name"])]))
         valid = [f"{parent}.{k}" if parent else k for k in valid]
         return str(unknown_name("config key", str(cause.full_key), valid))
+    ambiguous = re.match(r"Ambiguous value for argument '(([^'=]+)=([^']*))'", str(e))
+    if ambiguous:  # dr.friction.range=0.5,1.0 without -m: Hydra's hints are on later lines
+        override, key, value = ambiguous.groups()
+        return (
+            f"{override!r} is ambiguous: add -m (--multirun) to sweep over {value}, "
+            f'or write a list as "{key}=[{value}]"'
+        )
     if isinstance(e, OverrideParseException):  # num_envs=[1
         return f"{e.override!r} is not a valid override: {e.message.splitlines()[0]}"
     if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
