@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from unienv import sim2sim
+from unienv import cli, sim2sim
 
 
 @pytest.mark.slow
@@ -45,7 +45,7 @@ def test_the_state_table_titles_every_column():
 
 def test_engine_output_goes_to_the_log_not_between_the_tables(capfd, tmp_path):
     log = tmp_path / "engines.log"
-    with sim2sim._engine_output_to(str(log)) as out:
+    with cli.engine_output_to(str(log)) as out:
         os.write(1, b"an engine's C code on stdout\n")
         os.write(2, b"and on stderr\n")
         print("a Python logger's line")

@@ -21,19 +21,16 @@ the system's temporary directory), so that only the tables reach the terminal.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
-import sys
 import tempfile
-from collections.abc import Iterator
 from typing import Any, TextIO
 
 import numpy as np
 import torch
 
 import unienv
-from unienv import plots
+from unienv import cli, plots
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.rollout import make_policy, rollout
 from unienv.tasks import task_class
@@ -148,39 +145,10 @@ def main(argv: list[str] | None = None) -> dict:
     task_class(args.task)  # an unknown task name says which exist
     if args.num_envs < 1 or args.episode_steps < 1:
         parser.error("--num-envs and --episode-steps: expected positive counts")
-    with _engine_output_to(args.log) as out:
+    with cli.engine_output_to(args.log) as out:
         result = _report(args, out)
     print(f"engine log: {args.log}")
     return result
-
-
-@contextlib.contextmanager
-def _engine_output_to(path: str) -> Iterator[TextIO]:
-    """Send everything written to stdout and stderr (by Python and by the engines' C code alike)
-    to the file `path`; yield the stream the report goes to: the stdout of the caller."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        report = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    except (AttributeError, OSError, ValueError):  # a stdout with no file behind it (captured)
-        report = None
-    streams = sys.stdout, sys.stderr
-    saved = os.dup(1), os.dup(2)
-    with open(path, "w", buffering=1) as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        out = report or streams[0]
-        sys.stdout = sys.stderr = log
-        try:
-            yield out
-        finally:
-            sys.stdout, sys.stderr = streams
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-            if report is not None:
-                report.close()
 
 
 def _header() -> str:

@@ -7,6 +7,10 @@ otherwise (Markdown renderers do not show it):
     <!-- docs-test: skip REASON -->            not run; REASON says why (e.g. "needs a GPU")
     <!-- docs-test: replace OLD => NEW; ... -->  run with each OLD replaced by NEW, in order,
                                                  to make a long example short (num_envs, steps)
+    <!-- docs-test: needs MODULE ... -->          run where every MODULE imports (an optional
+                                                 extra: CI installs them all), else skipped
+
+Several markers may stand on consecutive lines before one block.
 
 A python block runs as a script; a bash block runs line by line under `bash -e`, with the `python`
 of the test's interpreter first on PATH. Both run in a scratch directory that holds links to the
@@ -23,7 +27,7 @@ import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LANGUAGES = ("python", "bash")
-MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|replace)\b(.*?)-->\s*$")
+MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|replace|needs)\b(.*?)-->\s*$")
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
@@ -34,6 +38,7 @@ class Example:
     language: str
     code: str  # as run: the block with the marker's replacements made
     skip: str | None  # the reason it is not run
+    needs: tuple[str, ...] = ()  # modules it imports from optional extras
 
     @property
     def id(self) -> str:
@@ -60,6 +65,11 @@ def examples(path: str) -> list[Example]:
     """The python and bash blocks of the Markdown file `path` (relative to the checkout)."""
     with open(os.path.join(ROOT, path)) as f:
         lines = f.read().splitlines()
+    for n, line in enumerate(lines, 1):
+        if line.strip().startswith("<!-- docs-test") and not MARKER.match(line.strip()):
+            raise ValueError(
+                f"{path}:{n}: expected docs-test skip REASON, replace OLD => NEW or needs MODULE"
+            )
     found, i = [], 0
     while i < len(lines):
         fence = FENCE.match(lines[i])
@@ -74,18 +84,25 @@ def examples(path: str) -> list[Example]:
         if fence.group(1) not in LANGUAGES:
             continue
         code = "\n".join(lines[start + 1 : end]) + "\n"
-        marker = MARKER.match(lines[start - 1].strip()) if start else None
-        skip = None
-        if marker and marker.group(1) == "skip":
-            skip = marker.group(2).strip()
-            if not skip:
-                raise ValueError(f"{path}:{start}: docs-test skip needs a reason")
-        elif marker:
-            for old, new in _replacements(marker.group(2), f"{path}:{start}"):
-                if old not in code:
-                    raise ValueError(f"{path}:{start}: {old!r} is not in the block it should replace")
-                code = code.replace(old, new)
-        found.append(Example(path, start + 1, fence.group(1), code, skip))
+        markers, j = [], start - 1
+        while j >= 0 and MARKER.match(lines[j].strip()):
+            markers.insert(0, MARKER.match(lines[j].strip()))
+            j -= 1
+        skip, needs = None, ()
+        for marker in markers:
+            kind, arg = marker.group(1), marker.group(2).strip()
+            if kind == "skip":
+                if not arg:
+                    raise ValueError(f"{path}:{start}: docs-test skip needs a reason")
+                skip = arg
+            elif kind == "needs":
+                needs += tuple(arg.split())
+            else:
+                for old, new in _replacements(arg, f"{path}:{start}"):
+                    if old not in code:
+                        raise ValueError(f"{path}:{start}: {old!r} is not in the block it should replace")
+                    code = code.replace(old, new)
+        found.append(Example(path, start + 1, fence.group(1), code, skip, needs))
     return found
 
 

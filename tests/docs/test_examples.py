@@ -31,6 +31,8 @@ def scratch(tmp_path):
 def test_example_runs(example, scratch):
     if example.skip:
         pytest.skip(f"not run: {example.skip}")
+    for module in example.needs:
+        pytest.importorskip(module, reason=f"not run: needs {module} (an optional extra)")
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["MPLBACKEND"] = "Agg"

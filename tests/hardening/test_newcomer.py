@@ -55,3 +55,29 @@ def test_a_comma_list_without_m_says_to_sweep_or_write_a_list(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "add -m" in done.stderr and '"dr.friction.range=[0.5,1.0]"' in done.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_list_shows_terrain_tasks_only_on_backends_with_heightfields_and_mjwarp_on_the_cpu(monkeypatch):
+    import io
+
+    from unienv import __main__ as command
+    from unienv.tasks import task_class
+
+    assert "height_scan" in command.needs(task_class("quadruped_rough")())
+    assert "height_scan" not in command.needs(task_class("quadruped")())
+    features = {"body_views": True, "contact_forces": True, "mj_fields": True, "height_scan": True}
+    monkeypatch.setattr(
+        command,
+        "backend_features",
+        lambda: {
+            "mujoco": features,
+            "genesis": {**features, "mj_fields": False, "height_scan": False},
+            "mjwarp": {**features, "device": "cpu"},
+        },
+    )
+    out = io.StringIO()
+    command.list_tasks(out)
+    rows = {line.split()[0]: line for line in out.getvalue().splitlines()}
+    assert rows["quadruped_rough"].endswith("mujoco, mjwarp (device=cpu)")
+    assert rows["quadruped"].endswith("mujoco, genesis, mjwarp (device=cpu)")
+    assert "mjwarp: no CUDA GPU here; runs on the CPU with device=cpu" in out.getvalue()
