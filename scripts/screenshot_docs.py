@@ -18,7 +18,7 @@ import sys
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGES = {"home.png": "", "api-make.png": "api/#unienv.make"}
+PAGES = {"home.png": "", "api-make.png": "api/"}
 
 
 def main(out: str) -> None:

@@ -32,6 +32,6 @@ def test_mkdocs_build_strict(tmp_path):
     for page in ("index.html", "api/index.html", "performance/index.html", "tasks/index.html"):
         assert (tmp_path / "site" / page).is_file(), page
     api = (tmp_path / "site" / "api" / "index.html").read_text()
-    assert 'id="unienv.make"' in api  # the API reference was generated from the docstrings
+    assert 'id="unienv.make.make"' in api and "A vector env of" in api  # make()'s own docstring
     performance = (tmp_path / "site" / "performance" / "index.html").read_text()
     assert "perf-tables" not in performance and "env/raw at 256" in performance
