@@ -12,7 +12,7 @@
 #   ../shared/device/build-carry.sh base    .devcarry/base                  # 8 MiB: gymnasium, hydra (unienv needs them)
 #   .devcarry/rsl_rl for train: see gpu/mjwarp_check.sh
 #
-# The calls (README, "Benchmark", lists the sequence with its timeouts): a fresh machine compiles Genesis's
+# The calls on a machine without network access (gpu/README.md describes the scripts): a fresh machine compiles Genesis's
 # kernels first (~100 s per distinct set of rigid options), later processes on the warm machine reuse them.
 #   carry [".devcarry/genesis", ".devcarry/base"]   bash gpu/genesis_check.sh bench
 #   (warm, no carry)                                bash gpu/genesis_check.sh contract

@@ -82,9 +82,11 @@ wants() {
   [[ " ${MODES[*]} " == *" $1 "* ]]
 }
 
-# carry SET DIR: install a carry set (once per warm machine), then take its environment
+# carry SET DIR: install a carry set (once per warm machine), then take its environment; without
+# the set (a machine with the packages installed) the installed packages serve
 carry() {
   [ "$REHEARSAL" = 1 ] && return 0
+  [ -d "$2" ] || [ -f "/tmp/site/$1_env.sh" ] || return 0
   [ -f "/tmp/site/$1_env.sh" ] || bash "$2/install.sh" || die "carry set $1 ($2) did not install"
   # shellcheck disable=SC1090
   source "/tmp/site/$1_env.sh"

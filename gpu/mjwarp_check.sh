@@ -16,7 +16,7 @@
 #     rsl-rl-lib==5.5.1 tensordict==0.15.3 pyvers==0.2.3 GitPython gitdb smmap safetensors==0.8.0   # for train (the machine has
 #     torch 2.11, pytest, tensorboard, onnx, onnxscript; tensordict 0.15 needs torch >= 2.11)
 #
-# The calls (README, "Benchmark", lists the sequence with its timeouts):
+# The calls on a machine without network access (gpu/README.md describes the scripts):
 #   carry [".devcarry/mjwarp/part1"]                                        bash gpu/mjwarp_check.sh stage
 #   carry [".devcarry/mjwarp/part2", ".devcarry/base", ".devcarry/rsl_rl"]  bash gpu/mjwarp_check.sh bench train
 # The second within ~30 s of the first, while the machine is warm (/tmp/mjw_stage must survive); if it says
@@ -31,6 +31,7 @@ modes "stage contract bench train" "$@"
 if wants stage; then
   [ "${#MODES[@]}" = 1 ] || die "stage is a call of its own (the set's second part comes in the next call)"
   [ "$REHEARSAL" = 1 ] && exit 0
+  [ -d .devcarry/mjwarp/part1 ] || { echo "no carry set .devcarry/mjwarp/part1: nothing to stage"; exit 0; }
   exec bash .devcarry/mjwarp/part1/stage.sh
 fi
 

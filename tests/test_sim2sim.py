@@ -1,8 +1,10 @@
 """`unienv sim2sim`: the cross-engine report runs on a fresh checkout on the CPU and measures."""
 
+import os
+
 import pytest
 
-from unienv import sim2sim
+from unienv import cli, sim2sim
 
 
 @pytest.mark.slow
@@ -33,3 +35,27 @@ def test_sim2sim_reports_every_backend_against_mujoco(capsys, tmp_path):
     for name, returns in report["returns"].items():
         assert returns and min(returns) > 0, name  # cartpole pays +1 a step: episodes ended and counted
     assert plot.exists() or "matplotlib is not installed" in out
+
+
+def test_the_state_table_titles_every_column():
+    steps, columns = sim2sim._header().splitlines()
+    assert [f"after {n}" in steps for n in sim2sim.CHECKPOINTS] == [True] * len(sim2sim.CHECKPOINTS)
+    assert columns.split() == ["backend"] + ["|qpos|", "|qvel|"] * len(sim2sim.CHECKPOINTS)
+
+
+def test_engine_output_goes_to_the_log_not_between_the_tables(capfd, tmp_path):
+    log = tmp_path / "engines.log"
+    with cli.engine_output_to(str(log)) as out:
+        os.write(1, b"an engine's C code on stdout\n")
+        os.write(2, b"and on stderr\n")
+        print("a Python logger's line")
+        print("the table", file=out)
+    print("after")
+    captured = capfd.readouterr()
+    assert "the table" in captured.out and "after" in captured.out
+    assert "engine" not in captured.out + captured.err and "Python logger" not in captured.out
+    assert log.read_text().splitlines() == [
+        "an engine's C code on stdout",
+        "and on stderr",
+        "a Python logger's line",
+    ]

@@ -5,11 +5,15 @@ and what each means, from the task's options dataclass;
 `unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.export).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
-every feature the task declares in `requires`; no task is built. To read a
-backend's features it is constructed once on a small scene, never
-materialized, and the result is cached (in $XDG_CACHE_HOME/unienv, keyed by
-the backend module's path and modification time), since some engines take
-tens of seconds to initialize.
+every feature the task declares in `requires`, and, for a task on generated
+terrain (a heightfield in its scene), `height_scan`: a backend that casts rays
+onto terrain is one that parses heightfields (Genesis does neither, and refuses
+such a scene). No task is built. To read a backend's features it is constructed
+once on a small scene, never materialized, and the result is cached (in
+$XDG_CACHE_HOME/unienv, keyed by the backend module's path and modification
+time), since some engines take tens of seconds to initialize. A backend that
+needs a device this machine lacks (mjwarp without CUDA) is probed on the CPU
+instead, and the listing says that it runs there with `device=cpu`.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ import importlib.util
 import json
 import os
 import sys
+import tempfile
+
+import mujoco
 
 from unienv import backends, cli
-from unienv.errors import ArgumentError, install_command
+from unienv.backends.base import load_mjmodel
+from unienv.errors import ArgumentError, CapabilityError, install_command
 from unienv.tasks import TASKS, gym_id, task_class, task_config
 
 
@@ -32,43 +40,60 @@ def _probe_scene() -> str:
     return cartpole.SCENE
 
 
+PROBE_LOG = os.path.join(tempfile.gettempdir(), "unienv_list.log")
+"""Where the engines' own output goes while `list` probes them."""
+
+
 def _cache_path() -> str:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "unienv", "capabilities.json")
 
 
-def _probe(name: str) -> dict[str, bool]:
-    """The boolean features of backend `name`, by constructing it on a small scene."""
-    backend = backends.create(name, _probe_scene(), 1, 0.01)
+def _probe(name: str) -> dict[str, bool | str]:
+    """The boolean features of backend `name`, by constructing it on a small scene on its default
+    device, or on the CPU (then `"device": "cpu"` says so) where that device is not here."""
+    try:
+        backend = backends.create(name, _probe_scene(), 1, 0.01)
+        device = None
+    except CapabilityError:  # e.g. mjwarp without a CUDA GPU: Warp's CPU device still runs it
+        backend = backends.create(name, _probe_scene(), 1, 0.01, device="cpu")
+        device = "cpu"
     try:
         caps = backend.get_capabilities()
     finally:
         backend.close()
-    return {f.name: getattr(caps, f.name) for f in dataclasses.fields(caps) if f.type in (bool, "bool")}
+    found: dict[str, bool | str] = {
+        f.name: getattr(caps, f.name) for f in dataclasses.fields(caps) if f.type in (bool, "bool")
+    }
+    if device:
+        found["device"] = device
+    return found
 
 
-def backend_features() -> dict[str, dict[str, bool] | str]:
-    """Backend name -> its features (name -> bool), or a string saying why it is unavailable."""
+def backend_features() -> dict[str, dict[str, bool | str] | str]:
+    """Backend name -> its features (name -> bool, and "device": "cpu" where it was probed on the
+    CPU because its default device is missing), or a string saying why it is unavailable."""
     try:
         with open(_cache_path()) as f:
             cache = json.load(f)
     except (OSError, ValueError):
         cache = {}
-    found: dict[str, dict[str, bool] | str] = {}
+    found: dict[str, dict[str, bool | str] | str] = {}
     for name, (module, _, extra) in backends.BACKENDS.items():
         spec = importlib.util.find_spec(module)
         if spec is None:
             found[name] = "not available in this unienv"
             continue
-        key = f"{name}:{spec.origin}:{os.path.getmtime(spec.origin)}"
+        key = f"{name}:{spec.origin}:{os.path.getmtime(spec.origin)}:{_has_cuda()}"
         if key in cache:
             found[name] = cache[key]
             continue
         try:
-            found[name] = cache[key] = _probe(name)
+            with cli.engine_output_to(PROBE_LOG):  # engines' banners and warnings, not the table
+                found[name] = cache[key] = _probe(name)
         except ModuleNotFoundError as e:
             found[name] = f"not installed ({install_command(extra)})" if extra else f"unavailable: {e}"
-        except Exception as e:  # e.g. no CUDA device
+        except Exception as e:  # an engine that fails to start here
             found[name] = f"unavailable: {type(e).__name__}: {e}"
     try:
         os.makedirs(os.path.dirname(_cache_path()), exist_ok=True)
@@ -79,14 +104,32 @@ def backend_features() -> dict[str, dict[str, bool] | str]:
     return found
 
 
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def needs(task) -> tuple[str, ...]:
+    """The backend features `task` needs: its `requires`, and `height_scan` (heightfield support)
+    where its scene has a heightfield."""
+    model = load_mjmodel(task.scene)
+    terrain = (model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD).any()
+    return (*task.requires, "height_scan") if terrain else tuple(task.requires)
+
+
 def list_tasks(out=sys.stdout) -> None:
     caps = backend_features()
     usable = {name: c for name, c in caps.items() if not isinstance(c, str)}
     rows = [("task", "gym id", "action", "observation", "backends")]
     for name in TASKS:
         task = task_class(name)()
-        needs = task.requires
-        runs = [b for b, c in usable.items() if all(c.get(f, False) for f in needs)]
+        required = needs(task)
+        runs = [
+            b + (" (device=cpu)" if c.get("device") == "cpu" else "")
+            for b, c in usable.items()
+            if all(c.get(f, False) for f in required)
+        ]
         rows.append(
             (
                 name,
@@ -102,6 +145,12 @@ def list_tasks(out=sys.stdout) -> None:
     for name, c in caps.items():
         if isinstance(c, str):
             print(f"{name}: {c}", file=out)
+        elif c.get("device") == "cpu":
+            print(
+                f"{name}: no CUDA GPU here; runs on the CPU with device=cpu "
+                f"(e.g. python play.py backend={name} device=cpu), slowly: for tests",
+                file=out,
+            )
 
 
 def list_options(name: str, out=None) -> None:

@@ -47,6 +47,7 @@ import datetime
 import itertools
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -55,9 +56,9 @@ import yaml
 from gymnasium.vector import AutoresetMode
 
 import unienv
-from unienv import backends
+from unienv import backends, cli
 from unienv.backends.base import load_mjmodel
-from unienv.errors import ArgumentError, CapabilityError
+from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.tasks import TASKS, option_defaults
 
 
@@ -363,9 +364,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", metavar="PATH", help="also write every row to PATH as JSON")
     args = parser.parse_args(argv)
     tasks = list(TASKS) if args.task == ["all"] else args.task
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        parser.error(f"--task: unknown {unknown}; expected `all` or some of {sorted(TASKS)}")
+    for task in tasks:
+        if task not in TASKS:  # one line with "did you mean", as the other commands say it
+            raise unknown_name("--task", task, ["all", *TASKS])
     task_options = {}
     for option in args.task_option:
         key, sep, value = option.partition("=")
@@ -390,6 +391,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "torch_threads": torch.get_num_threads(),
         "seconds": args.seconds,
         "rounds": args.rounds,
+        "command": " ".join(["python -m unienv.bench", *(sys.argv[1:] if argv is None else argv)]),
     }
     print(
         f"{args.backend}: {meta['cpu_threads']} CPU threads{f', {card}' if card else ''}, "
@@ -426,4 +428,4 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    cli.run(main)  # a user's mistake: one line, no traceback (--debug shows it)

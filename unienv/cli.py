@@ -10,11 +10,14 @@ HYDRA_FULL_ERROR=1 so that Hydra re-raises its config errors instead of printing
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TextIO
 
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import OmegaConf
@@ -68,6 +71,13 @@ def message(e: BaseException) -> str:
             valid = list(dict.fromkeys([*valid, *option_defaults(cause.parent_node["name"])]))
         valid = [f"{parent}.{k}" if parent else k for k in valid]
         return str(unknown_name("config key", str(cause.full_key), valid))
+    ambiguous = re.match(r"Ambiguous value for argument '(([^'=]+)=([^']*))'", str(e))
+    if ambiguous:  # dr.friction.range=0.5,1.0 without -m: Hydra's hints are on later lines
+        override, key, value = ambiguous.groups()
+        return (
+            f"{override!r} is ambiguous: add -m (--multirun) to sweep over {value}, "
+            f'or write a list as "{key}=[{value}]"'
+        )
     if isinstance(e, OverrideParseException):  # num_envs=[1
         return f"{e.override!r} is not a valid override: {e.message.splitlines()[0]}"
     if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
@@ -94,3 +104,32 @@ def require_extra(module: str, extra: str) -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def engine_output_to(path: str) -> Iterator[TextIO]:
+    """Send everything written to stdout and stderr (by Python and by the engines' C code alike)
+    to the file `path`; yield the stream the report goes to: the stdout of the caller."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        report = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    except (AttributeError, OSError, ValueError):  # a stdout with no file behind it (captured)
+        report = None
+    streams = sys.stdout, sys.stderr
+    saved = os.dup(1), os.dup(2)
+    with open(path, "w", buffering=1) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        out = report or streams[0]
+        sys.stdout = sys.stderr = log
+        try:
+            yield out
+        finally:
+            sys.stdout, sys.stderr = streams
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            if report is not None:
+                report.close()

@@ -11,8 +11,9 @@ checkered floor that shows motion, a bright headlight. The look is applied
 to the renderer's own copy of the model and changes visual elements only, so
 the physics, which each backend builds from the scene file, never sees it.
 Its quality settings are chosen for software rendering (no GPU): no
-multisampling, no floor reflection and no shadows cut a 480x360 frame of
-the quadruped from 170 to 17-23 ms on 2 busy cores (README, "Videos").
+multisampling, no floor reflection and no shadows, which cost most of a
+frame there and barely show on this floor (the documentation's "Videos and
+rendering" page has the measured cost of each).
 """
 
 from __future__ import annotations

@@ -13,20 +13,24 @@ On every installed backend that runs the task, against the mujoco backend:
              --plot (needs matplotlib: the plot extra).
   declared   each backend's declared differences (Capabilities.differences).
 
-Nothing here changes a backend: it is a report.
+Nothing here changes a backend: it is a report. The engines' own output (Genesis's and Warp's log
+lines, compile messages, warnings) goes to a log file (`--log`, by default unienv_sim2sim.log in
+the system's temporary directory), so that only the tables reach the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+import os
+import tempfile
+from typing import Any, TextIO
 
 import numpy as np
 import torch
 
 import unienv
-from unienv import plots
+from unienv import cli, plots
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.rollout import make_policy, rollout
 from unienv.tasks import task_class
@@ -131,45 +135,68 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--episode-steps", type=int, default=1000, help="env steps of the return rollouts")
     parser.add_argument("--device", default=None, help="for mjwarp and genesis (mujoco is on the CPU)")
     parser.add_argument("--plot", default=None, metavar="PNG", help="write the return distributions there")
+    parser.add_argument(
+        "--log",
+        default=os.path.join(tempfile.gettempdir(), "unienv_sim2sim.log"),
+        metavar="PATH",
+        help="where the engines' own output goes (default: unienv_sim2sim.log in the temp directory)",
+    )
     args = parser.parse_args(argv)
     task_class(args.task)  # an unknown task name says which exist
     if args.num_envs < 1 or args.episode_steps < 1:
         parser.error("--num-envs and --episode-steps: expected positive counts")
+    with cli.engine_output_to(args.log) as out:
+        result = _report(args, out)
+    print(f"engine log: {args.log}")
+    return result
+
+
+def _header() -> str:
+    """Two title lines over the state table: a checkpoint over each pair of qpos, qvel columns."""
+    steps = "".join(f"{f'after {n} step' + ('s' if n > 1 else ''):>24}" for n in CHECKPOINTS)
+    pairs = "".join(f"{'|qpos|':>12}{'|qvel|':>12}" for _ in CHECKPOINTS)
+    return f"{'':>14}{steps}\n{'backend':>14}{pairs}"
+
+
+def _report(args: argparse.Namespace, out: TextIO) -> dict:
+    """Measure and print the report's tables to `out`."""
     reasons = available(args.task, args.device)
     backends = [b for b, why in reasons.items() if why is None]
-    print(f"sim2sim: {args.task}, policy {args.policy}, {args.num_envs} envs")
+    print(f"sim2sim: {args.task}, policy {args.policy}, {args.num_envs} envs", file=out)
     for b, why in reasons.items():
         if why:
-            print(f"  {b}: skipped ({why.splitlines()[0]})")
+            print(f"  {b}: skipped ({why.splitlines()[0]})", file=out)
     for b in backends:
         env = _make(args.task, b, 1, args.device if b != "mujoco" else None)
         caps = env.backend.get_capabilities()
         env.close()
         print(
             f"  {b}: {caps.device}, {str(caps.dtype).replace('torch.', '')}; declared differences: "
-            + ("; ".join(caps.differences) or "none")
+            + ("; ".join(caps.differences) or "none"),
+            file=out,
         )
 
-    print("\nstate difference to mujoco, max |qpos| / max |qvel| after n env steps")
-    print(f"{'backend':>14}" + "".join(f"{n:>24}" for n in CHECKPOINTS))
+    print("\nstate difference to mujoco, max |qpos| and max |qvel| after n env steps", file=out)
+    print(_header(), file=out)
     divergence = state_divergence(args.task, backends, args.policy, args.num_envs, args.device)
     for b, row in divergence.items():
-        print(f"{b:>14}" + "".join(f"{row[n][0]:>12.2e}{row[n][1]:>12.2e}" for n in CHECKPOINTS))
+        print(f"{b:>14}" + "".join(f"{row[n][0]:>12.2e}{row[n][1]:>12.2e}" for n in CHECKPOINTS), file=out)
 
-    print(f"\nepisode returns over {args.episode_steps} env steps: mean, std, [2.5 %, 97.5 %]")
+    print(f"\nepisode returns over {args.episode_steps} env steps", file=out)
+    print(f"{'backend':>10} {'DR':>7} {'mean':>9} {'std':>8}   [2.5 %, 97.5 %]  episodes", file=out)
     returns = {}
     for label, dr in (("DR off", None), ("DR on", GENERIC_DR)):
         for b in backends:
             returns[(b, label)] = x = return_distribution(
                 args.task, b, args.policy, args.num_envs, args.episode_steps, args.device, dr
             )
-            print(f"{b:>10} {label:>7} {_interval(x)}")
+            print(f"{b:>10} {label:>7} {_interval(x)}", file=out)
     if args.plot:
-        _plot(args.task, args.policy, returns, args.plot)
+        _plot(args.task, args.policy, returns, args.plot, out)
     return {"divergence": divergence, "returns": {f"{b} {d}": r.tolist() for (b, d), r in returns.items()}}
 
 
-def _plot(task: str, policy: str, returns: dict, path: str) -> None:
+def _plot(task: str, policy: str, returns: dict, path: str, out: TextIO) -> None:
     labels = [f"{b}\n{d}" for b, d in returns]
     fig = plots.new_figure(path, figsize=(1.6 * len(labels) + 2, 4))
     if fig is None:
@@ -181,4 +208,4 @@ def _plot(task: str, policy: str, returns: dict, path: str) -> None:
     ax.set_title(f"{task}, policy {policy}: returns per backend (whiskers 2.5-97.5 %)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    print(f"plot: {path}")
+    print(f"plot: {path}", file=out)

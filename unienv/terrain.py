@@ -236,8 +236,8 @@ class Surface:
     MuJoCo's hfield is a grid of cells, each split into two triangles along its diagonal
     from sample (ix, iy) to (ix + 1, iy + 1), so the surface is a plane on each triangle.
     A lookup finds the triangle and evaluates its plane: a few elementwise calls and three
-    gathers per batch, where the CPU engine casts a ray per point (0.65 ms against 12 ms
-    for 47,872 points, measured on 2 cores).
+    gathers per batch, where the CPU engine casts a ray per point, at a small fraction of
+    the rays' cost (the documentation's "Performance" page has the figures).
     Points beyond the terrain's edge take the height of the nearest edge cell's plane
     (the physics has no ground there). Heights agree with the engine's vertical ray casts
     (`SimBackend.get_height_scan`) to rounding.

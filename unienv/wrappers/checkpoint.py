@@ -24,7 +24,7 @@ header metadata one JSON string, `unienv`, holding:
 Why: a pickle (torch.save of a module, TorchScript, a torch.export .pt2) can run any code when it
 is loaded, and people share policies. Loading here parses JSON and reads raw tensors, never
 unpickles, and refuses every other kind of file saying why; unienv has no opt-in that would load
-one. Files of format "unienv.policy/1" (torch.export programs, unienv before 2026-11-30) are
+one. Files of format "unienv.policy/1" (torch.export programs, written by older unienv) are
 refused for the same reason: train again, or rebuild the actor from your own code and save it.
 
 The network is a sequence of the layers in `LAYERS` (Linear, the activations, and `Normalize`,

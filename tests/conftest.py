@@ -1,0 +1,49 @@
+"""Session-wide hygiene: a test run leaves the checkout and the system's temp folder as it found
+them.
+
+- Scratch files that the library writes to the temp folder (terrain scenes, `unienv_terrain/`)
+  go to this run's own pytest temp directory: `tempfile.tempdir` and `TMPDIR` (inherited by the
+  subprocesses the tests start) point there, and pytest prunes old runs' directories.
+- MuJoCo appends its warnings (those of the divergence tests, say) to MUJOCO_LOG.TXT in the
+  working directory. One that this run created in the checkout is moved into the run's temp
+  directory at the end, and the summary says where.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MUJOCO_LOG = os.path.join(ROOT, "MUJOCO_LOG.TXT")
+_state: dict[str, object] = {}
+
+
+def pytest_sessionstart(session) -> None:
+    scratch = str(session.config._tmp_path_factory.mktemp("tmp", numbered=False))
+    _state.update(
+        scratch=scratch,
+        tempdir=tempfile.tempdir,
+        TMPDIR=os.environ.get("TMPDIR"),
+        log_existed=os.path.exists(MUJOCO_LOG),
+    )
+    tempfile.tempdir = scratch
+    os.environ["TMPDIR"] = scratch
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if not _state:
+        return
+    tempfile.tempdir = _state["tempdir"]
+    if _state["TMPDIR"] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = _state["TMPDIR"]
+    if os.path.exists(MUJOCO_LOG) and not _state["log_existed"]:
+        _state["moved_log"] = shutil.move(MUJOCO_LOG, os.path.join(_state["scratch"], "MUJOCO_LOG.TXT"))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if "moved_log" in _state:
+        terminalreporter.write_line(f"MuJoCo's warnings of this run: {_state['moved_log']}")

@@ -1,0 +1,60 @@
+"""The performance page's tables come from the benchmark's own JSON (scripts/perf_table.py): a
+fresh `python -m unienv.bench --json` run renders, with its command and date, one table per machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from tests.docs.examples import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import perf_table  # noqa: E402
+import torch  # noqa: E402
+
+from unienv import bench  # noqa: E402
+
+
+def test_a_bench_run_renders_as_a_table_with_its_command_and_date(tmp_path):
+    path = str(tmp_path / "run.json")
+    args = [
+        "--task",
+        "cartpole",
+        "--num-envs",
+        "1",
+        "256",
+        "--seconds",
+        "0.02",
+        "--rounds",
+        "1",
+        "--json",
+        path,
+    ]
+    threads = torch.get_num_threads()
+    try:
+        bench.main(args)
+    finally:
+        torch.set_num_threads(threads)  # the bench sets torch's threads for the process
+    with open(path) as f:
+        meta = json.load(f)["meta"]
+    assert meta["command"] == "python -m unienv.bench " + " ".join(args)
+    text = perf_table.render([path])
+    assert meta["command"] in text and meta["date"] in text
+    row = next(line for line in text.splitlines() if line.startswith("| cartpole |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == 6 and "-" not in cells  # every column filled from the run
+    assert cells[3].endswith("%") and cells[4].endswith("%") and float(cells[5]) > -1000
+
+
+def test_runs_of_one_machine_share_a_table_and_missing_values_print_as_a_dash(tmp_path):
+    meta = {"date": "2026-01-01T00:00:00+00:00", "backend": "mujoco", "cpu_threads": 2, "gpu": None,
+            "torch": "2", "torch_threads": 1}  # fmt: skip
+    paths = []
+    for i, ratio in enumerate((0.9, 0.8)):
+        row = {"task": "ant", "num_envs": 256, "env_ratio": ratio, "reads_ratio": None}
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps({"meta": {**meta, "date": f"2026-01-0{i + 1}"}, "rows": [row]}))
+    text = perf_table.render(map(str, paths))
+    assert text.count("### ") == 1 and "90.0% / 80.0%" in text and "| - / - |" in text

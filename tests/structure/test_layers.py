@@ -1,0 +1,131 @@
+"""The code's shape: layers that import only downwards, no import circle, small units, and
+the env's execution model chosen in one place.
+
+Module-level imports only (an engine imported inside a function is how the backends keep
+optional engines optional). `tasks/` is the package `unienv.tasks`.
+"""
+
+import ast
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE_DIRS = {"unienv": ROOT / "unienv", "unienv.tasks": ROOT / "tasks"}
+MAX_UNIT_LINES = 320
+# lower layers first: a module may import its own layer and those before it
+LAYERS = [
+    ("unienv.errors", "unienv.arrays", "unienv.random", "unienv.rows"),
+    ("unienv.backends",),
+    ("unienv.task", "unienv.tasks", "unienv.terrain"),
+    ("unienv.dr",),
+    ("unienv.env", "unienv.envs"),
+]
+
+
+def modules() -> dict[str, pathlib.Path]:
+    """Every module of unienv (tasks included) by dotted name."""
+    found = {}
+    for package, folder in PACKAGE_DIRS.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            if package == "unienv" and parts[:1] == ["tasks"]:
+                continue
+            found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imports(name: str) -> set[str]:
+    """The unienv modules `name` imports at module level (not under `if TYPE_CHECKING`)."""
+    tree = ast.parse(MODULES[name].read_text())
+    package = name if MODULES[name].name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in tree.body:
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + [base]
+                ).strip(".")
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        out |= {t for t in targets if t in MODULES and t != name}
+    return out
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def layer(name: str) -> int | None:
+    for i, prefixes in enumerate(LAYERS):
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def test_no_import_circle():
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(name, trail):
+        if state.get(name) == 1:
+            raise AssertionError("import circle: " + " -> ".join(trail[trail.index(name) :] + [name]))
+        if state.get(name) == 2:
+            return
+        state[name] = 1
+        for other in sorted(GRAPH[name]):
+            visit(other, trail + [name])
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        visit(name, [])
+
+
+def test_layers_import_only_downwards():
+    upward = [
+        f"{a} imports {b}"
+        for a, targets in GRAPH.items()
+        for b in targets
+        if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)
+    ]
+    assert not upward, upward
+
+
+def test_no_unit_is_longer_than_a_few_screens():
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_UNIT_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert not long, long
+
+
+def test_the_execution_model_is_read_in_one_place():
+    """Only the module that chooses the env's path reads `sync_free` or the task's namespace."""
+    readers = [
+        str(path.relative_to(ROOT))
+        for name, path in MODULES.items()
+        if (name.startswith("unienv.env") or name.startswith("unienv.dr"))
+        and re.search(r"\.sync_free|_host_arrays", path.read_text())
+    ]
+    assert readers == ["unienv/env/paths.py"], readers
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("unienv.env")))
+def test_the_env_calls_no_private_backend_method(name):
+    calls = re.findall(r"backend\._\w+", MODULES[name].read_text())
+    assert not calls, calls
+
+
+def test_every_module_is_found():
+    assert importlib.util.find_spec("unienv.env.paths") and "unienv.env.paths" in MODULES
+    assert "unienv.tasks.cartpole" in MODULES and "unienv.backends.base" in MODULES
