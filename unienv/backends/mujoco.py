@@ -209,9 +209,6 @@ class MujocoBackend(SimBackend):
 
     # ---- hot path -----------------------------------------------------------
 
-    def _all_finite(self, x: torch.Tensor) -> bool:
-        return bool(np.isfinite(x.detach().numpy()).all())  # a CPU tensor: checked by the caller
-
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
         # derived quantities at the new state inside the step, if the caller reads them; not
