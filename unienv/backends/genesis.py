@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import genesis as gs
@@ -866,3 +866,37 @@ class GenesisBackend(SimBackend):
         dofs, envs, dtype = self._act_dofs, self._all_envs, self._dtype
         self._solver.set_dofs_act_gain(gain.to(dtype), dofs, envs)
         self._solver.set_dofs_act_bias(*bias.to(dtype).unbind(-1), dofs, envs)
+
+
+# ---- the engine alone, for unienv.bench ----------------------------------------
+
+
+def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
+    """Genesis alone, built with the backend's own options, for `unienv.bench`: write the
+    restarted envs' states and the actuators' controls from `replay` (`unienv.bench.Replay`),
+    step `decimation` times, return the qpos and qvel it read."""
+    scene = gs.Scene(
+        sim_options=gs.options.SimOptions(
+            dt=backend.dt, gravity=tuple(float(g) for g in backend.info.gravity)
+        ),
+        rigid_options=gs.options.RigidOptions(**backend._rigid_options),
+        profiling_options=gs.options.ProfilingOptions(show_FPS=False),
+        show_viewer=False,
+    )
+    robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
+    scene.build(n_envs=backend.num_envs)
+    dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
+    writes, controls = replay.on(gs.device, gs.tc_float)
+
+    def step() -> tuple:
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted
+            rows, q, v = writes[i]
+            robot.set_qpos(q, envs_idx=rows, zero_velocity=False)
+            robot.set_dofs_velocity(v, envs_idx=rows)
+        robot.control_dofs_position(controls[i], dofs)
+        for _ in range(decimation):
+            scene.step(update_visualizer=False)
+        return robot.get_qpos(), robot.get_dofs_velocity()
+
+    return step

@@ -68,7 +68,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -122,6 +122,13 @@ def _import_engine() -> tuple[Any, Any]:
             name=e.name,
         ) from e
     return wp, mjw
+
+
+def cpu_available() -> bool:
+    """Whether this install runs the backend on the CPU: Warp's CPU kernels (warp-clang) are there."""
+    wp = importlib.import_module("warp")  # alone: mujoco_warp would initialise Warp before quiet is set
+    wp.config.quiet = True
+    return bool(wp.is_cpu_available())
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:
@@ -546,3 +553,40 @@ class MjwarpBackend(SimBackend):
                     self._expand(out)
             self._const_stale = True
         self._fresh = False
+
+
+# ---- the engine alone, for unienv.bench ----------------------------------------
+
+
+def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
+    """mujoco_warp alone, for `unienv.bench`: write the restarted envs' states (their warm start
+    cleared) and ctrl from `replay` (`unienv.bench.Replay`), replay `decimation` captured steps,
+    return the qpos and qvel it read."""
+    wp, mjw = _import_engine()
+    model = load_mjmodel(backend.scene, backend.dt)
+    num_envs = backend.num_envs
+    wp.config.quiet = True
+    wp_device = wp.get_device(str(backend.device))
+    with wp.ScopedDevice(wp_device):
+        m = mjw.put_model(model)
+        d = mjw.make_data(model, nworld=num_envs)
+        ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        warmstart = wp.to_torch(d.qacc_warmstart)
+        mjw.step(m, d)  # compile before capturing
+        with wp.ScopedCapture() as capture:
+            for _ in range(decimation):
+                mjw.step(m, d)
+    # launched on torch's stream, so the writes and the qpos/qvel reads are ordered with it
+    stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
+    writes, controls = replay.on(qpos.device, qpos.dtype)
+
+    def step() -> tuple:
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted, their solver warm start cleared
+            rows, q, v = writes[i]
+            qpos[rows], qvel[rows], warmstart[rows] = q, v, 0.0
+        ctrl.copy_(controls[i])
+        wp.capture_launch(capture.graph, stream=stream)
+        return qpos.clone(), qvel.clone()
+
+    return step
