@@ -222,8 +222,6 @@ class HostInputs:
     """Host reads are free: a non-finite input or a bad masked row raises ArgumentError at once,
     and nothing is written."""
 
-    refuses_nonfinite = True
-
     def __init__(self, dtype: torch.dtype):
         self.dtype = dtype
 
@@ -260,8 +258,6 @@ class DeviceInputs:
     """Nothing is read on the host: a non-finite ctrl row is replaced by zeros, a non-finite
     state row is written as is, a non-finite wrench is dropped, and those envs are flagged for
     `pop_diverged`; a masked row that breaks a rule is left unwritten and cleared in the mask."""
-
-    refuses_nonfinite = False
 
     def __init__(self, num_envs: int, device: torch.device):
         # envs handed a non-finite ctrl or state since the last pop_diverged
