@@ -7,7 +7,7 @@ import torch
 
 import unienv
 from unienv import backends
-from unienv.bench import Replay, raw_mujoco
+from unienv.bench import Replay
 from unienv.errors import ArgumentError
 
 
@@ -28,7 +28,9 @@ def test_replaying_the_recorded_transitions_reproduces_the_envs_states(task):
             sim.set_state_tensor(*write)
         sim.step_tensor(ctrl, env.task.decimation)
     ongoing = env.episode_length > 0  # the envs that did not restart after the last step
-    raw = raw_mujoco(sim, env.task.decimation, replay)  # its own batch, from the scene's MJCF
+    raw = backends.raw_loop("mujoco")(
+        sim, env.task.decimation, replay
+    )  # its own batch, from the scene's MJCF
     for _ in replay.writes:
         raw_state = raw()
     for name, raw_view in zip(("qpos", "qvel"), raw_state, strict=True):

@@ -6,23 +6,19 @@ time the env must end (truncated), be flagged in info["diverged"] and, after its
 autoreset, or by the test in DISABLED mode), be flagged again when it diverges again.
 """
 
-import importlib.util
-
 import pytest
 import torch
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import AVAILABLE, SUITE_DEVICES, backend_params
 
-BACKENDS = ["mujoco"] + (["mjwarp"] if MJWARP_DEVICE else [])
-if importlib.util.find_spec("genesis"):
-    BACKENDS.append(pytest.param("genesis", marks=pytest.mark.slow))
+BACKENDS = backend_params(AVAILABLE)
 
 
 @pytest.mark.parametrize("mode", ["same_step", "next_step", "disabled"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_divergence_is_flagged_and_never_observed(backend, mode):
-    device = MJWARP_DEVICE if backend == "mjwarp" else None
+    device = SUITE_DEVICES[backend]
     options = {"integrator": "euler"} if backend == "genesis" else {}
     env = unienv.make(
         "hopper",

@@ -7,19 +7,15 @@ of DR term: reset-time model terms, pushes at intervals, observation noise,
 latency) and with episodes short enough that envs end and reset in most steps.
 """
 
-import importlib.util
-
 import pytest
 import torch
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import DEVICE_BACKENDS, MJWARP_DEVICE, backend_params
 from tests.syncs import count_host_syncs
 from unienv.dr import preset
 
-BACKENDS = (["mjwarp"] if MJWARP_DEVICE else []) + (
-    [pytest.param("genesis", marks=pytest.mark.slow)] if importlib.util.find_spec("genesis") else []
-)
+BACKENDS = backend_params(DEVICE_BACKENDS)  # built for a GPU, run here on the CPU
 
 
 def device_env(backend, task, autoreset_mode="same_step", dr=True, **task_options):

@@ -1,5 +1,6 @@
 """The env's three execution paths, each by name: host ids with NumPy arrays (the CPU engine and a
-task in NumPy), host ids with torch (the CPU engine and a torch task) and device masks (mjwarp).
+task in NumPy), host ids with torch (the CPU engine and a torch task) and device masks (a device
+backend run on the CPU: mjwarp).
 
 Each runs the same task with `dr=default` through resets in every autoreset mode. The two host
 paths compute the same physics, so their outputs agree to the last bits that NumPy's and torch's
@@ -12,13 +13,16 @@ import pytest
 import torch
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import DEVICE_BACKENDS, SUITE_DEVICES
 from unienv import backends
+from unienv.backends import BACKENDS as REGISTRY
 from unienv.env import UniEnv
 from unienv.env.paths import DevicePath, HostNumpyPath, HostTorchPath
 from unienv.tasks import task_class
 
 NUM_ENVS, STEPS, EPISODE = 4, 60, 7
+# a device backend that builds in seconds on the CPU (mjwarp on Warp's CPU device)
+DEVICE = next((name for name in DEVICE_BACKENDS if not REGISTRY[name].slow_build), None)
 
 
 def torch_task(name: str, **options):
@@ -32,7 +36,7 @@ def make(path: str, task: str, mode: str):
     if path == "host_numpy":
         return unienv.make(task, **options)
     if path == "device_masks":
-        return unienv.make(task, backend="mjwarp", device=MJWARP_DEVICE, **options)
+        return unienv.make(task, backend=DEVICE, device=SUITE_DEVICES[DEVICE], **options)
     the_task = torch_task(task)
     from unienv import dr as domain_randomization
 
@@ -79,8 +83,8 @@ MODES = ("same_step", "next_step", "disabled")
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("path", list(PATHS))
 def test_each_path_resets_only_ended_envs_and_redraws_their_dr(path, mode):
-    if path == "device_masks" and not MJWARP_DEVICE:
-        pytest.skip("mujoco-warp with CPU kernels is not installed")
+    if path == "device_masks" and DEVICE is None:
+        pytest.skip("no device backend that runs on the CPU is installed (mujoco-warp with CPU kernels)")
     env = make(path, "hopper", mode)
     assert type(env._path) is PATHS[path]
     rows = rollout(env, mode)

@@ -79,8 +79,9 @@ def backend_features() -> dict[str, dict[str, bool | str] | str]:
     except (OSError, ValueError):
         cache = {}
     found: dict[str, dict[str, bool | str] | str] = {}
-    for name, (module, _, extra) in backends.BACKENDS.items():
-        spec = importlib.util.find_spec(module)
+    for name, entry in backends.BACKENDS.items():
+        extra = entry.extra
+        spec = importlib.util.find_spec(entry.module)
         if spec is None:
             found[name] = "not available in this unienv"
             continue

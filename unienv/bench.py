@@ -57,102 +57,8 @@ from gymnasium.vector import AutoresetMode
 
 import unienv
 from unienv import backends, cli
-from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.tasks import TASKS, option_defaults
-
-
-def raw_mujoco(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
-    """mujoco.batch alone: the loop unienv's mujoco backend wraps. Each raw loop's call returns
-    the qpos and qvel it read."""
-    from mujoco import batch as mjbatch
-
-    model = load_mjmodel(backend.scene, backend.dt)
-    batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
-    ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
-    writes, controls = replay.numpy()
-    by_row = backend._reset_by_row  # whether zeroing a state row resets that sim, as the backend does
-
-    def step() -> tuple:
-        i = replay.next()
-        if writes[i] is not None:  # the envs that restarted: reset (solver warm start included), then set
-            rows, q, v = writes[i]
-            if by_row:
-                batch.state[rows] = 0.0
-            else:
-                batch.reset(rows, stage=0)
-            qpos[rows], qvel[rows] = q, v
-        ctrl[:] = controls[i]
-        batch.step(nstep=decimation)
-        return qpos.copy(), qvel.copy()
-
-    return step
-
-
-def raw_mjwarp(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
-    """mujoco_warp alone: write ctrl, replay `decimation` captured steps, read qpos/qvel."""
-    import mujoco_warp as mjw
-    import warp as wp
-
-    model = load_mjmodel(backend.scene, backend.dt)
-    num_envs = backend.num_envs
-    wp.config.quiet = True
-    wp_device = wp.get_device(str(backend.device))
-    with wp.ScopedDevice(wp_device):
-        m = mjw.put_model(model)
-        d = mjw.make_data(model, nworld=num_envs)
-        ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
-        warmstart = wp.to_torch(d.qacc_warmstart)
-        mjw.step(m, d)  # compile before capturing
-        with wp.ScopedCapture() as capture:
-            for _ in range(decimation):
-                mjw.step(m, d)
-    # launched on torch's stream, so the writes and the qpos/qvel reads are ordered with it
-    stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
-    writes, controls = replay.on(qpos.device, qpos.dtype)
-
-    def step() -> tuple:
-        i = replay.next()
-        if writes[i] is not None:  # the envs that restarted, their solver warm start cleared
-            rows, q, v = writes[i]
-            qpos[rows], qvel[rows], warmstart[rows] = q, v, 0.0
-        ctrl.copy_(controls[i])
-        wp.capture_launch(capture.graph, stream=stream)
-        return qpos.clone(), qvel.clone()
-
-    return step
-
-
-def raw_genesis(backend, decimation: int, replay: Replay) -> Callable[[], tuple]:
-    """Genesis alone, built with the backend's own options: write the restarted envs' states
-    and the actuators' controls, step `decimation` times, read qpos and qvel."""
-    import genesis as gs
-
-    scene = gs.Scene(
-        sim_options=gs.options.SimOptions(
-            dt=backend.dt, gravity=tuple(float(g) for g in backend.info.gravity)
-        ),
-        rigid_options=gs.options.RigidOptions(**backend._rigid_options),
-        profiling_options=gs.options.ProfilingOptions(show_FPS=False),
-        show_viewer=False,
-    )
-    robot = scene.add_entity(gs.morphs.MJCF(file=backend.scene, default_armature=None, align=False))
-    scene.build(n_envs=backend.num_envs)
-    dofs = [int(backend.info.joint_dof_adr[j]) for j in backend.info.actuator_joint]
-    writes, controls = replay.on(gs.device, gs.tc_float)
-
-    def step() -> tuple:
-        i = replay.next()
-        if writes[i] is not None:  # the envs that restarted
-            rows, q, v = writes[i]
-            robot.set_qpos(q, envs_idx=rows, zero_velocity=False)
-            robot.set_dofs_velocity(v, envs_idx=rows)
-        robot.control_dofs_position(controls[i], dofs)
-        for _ in range(decimation):
-            scene.step(update_visualizer=False)
-        return robot.get_qpos(), robot.get_dofs_velocity()
-
-    return step
 
 
 class Replay:
@@ -196,12 +102,6 @@ class Replay:
 
 
 REPLAY_STEPS = 64  # env steps recorded for the raw and backend loops to replay
-
-RAW_LOOPS: dict[str, Callable[..., Callable[[], tuple]]] = {
-    "mujoco": raw_mujoco,
-    "mjwarp": raw_mjwarp,
-    "genesis": raw_genesis,
-}
 
 
 def _rate(step: Callable[[], object], seconds: float, device: torch.device) -> float:
@@ -250,7 +150,7 @@ def measure(
     the_task = env.task  # its scene: a terrain task writes its own
     sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
-    raw = RAW_LOOPS[backend](sim, the_task.decimation, replay)
+    raw = backends.raw_loop(backend)(sim, the_task.decimation, replay)
     writes, controls = replay.on(sim.device, sim.get_capabilities().dtype)
     views = sim.get_state_views()
 
@@ -342,7 +242,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument(
         "--task", nargs="+", default=["ant"], help="task names, or `all` (every task the backend runs)"
     )
-    parser.add_argument("--backend", default="mujoco", choices=sorted(RAW_LOOPS))
+    parser.add_argument("--backend", default="mujoco", choices=sorted(backends.BACKENDS))
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 256, 1024])
     parser.add_argument("--device", default=None)
     parser.add_argument("--seconds", type=float, default=1.0, help="per loop per round")

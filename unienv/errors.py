@@ -29,6 +29,10 @@ class ArgumentError(UnienvError, ValueError):
     """A value of the wrong shape, dtype or range."""
 
 
+class ContractError(UnienvError, AssertionError):
+    """A backend broke an invariant of the SimBackend contract (`unienv.backends.check_backend`)."""
+
+
 class UnknownNameError(UnienvError, KeyError):
     """A name that matches nothing; the message lists the closest valid names."""
 

@@ -31,12 +31,13 @@ import torch
 
 import unienv
 from unienv import cli, plots
+from unienv.backends import BACKENDS as REGISTRY
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.rollout import make_policy, rollout
 from unienv.tasks import task_class
 
 CHECKPOINTS = (1, 10, 100, 1000)
-BACKENDS = ("mujoco", "mjwarp", "genesis")
+BACKENDS = tuple(REGISTRY)  # the registry's, mujoco (the reference) first
 GENERIC_DR = {
     name: {"param": param, "range": [0.9, 1.1], "operation": "scale", **extra}
     for name, param, extra in (
@@ -48,7 +49,9 @@ GENERIC_DR = {
 
 
 def _make(task: str, backend: str, num_envs: int, device: str | None, **kwargs: Any):
-    options = {"device": device} if device else {}
+    """The task's env on `backend`, on `device` where the backend runs on more than the CPU."""
+    cpu_only = REGISTRY[backend].devices == ("cpu",)
+    options = {"device": device} if device and not cpu_only else {}
     return unienv.make(task, backend=backend, num_envs=num_envs, seed=0, **options, **kwargs)
 
 
@@ -57,7 +60,7 @@ def available(task: str, device: str | None) -> dict[str, str | None]:
     out = {}
     for name in BACKENDS:
         try:
-            _make(task, name, 1, device if name != "mujoco" else None).close()
+            _make(task, name, 1, device).close()
             out[name] = None
         except (ModuleNotFoundError, CapabilityError, ArgumentError) as e:
             out[name] = f"{type(e).__name__}: {e}"
@@ -82,9 +85,7 @@ def state_divergence(
     reference.close()
 
     def replay(backend: str, qpos: torch.Tensor, qvel: torch.Tensor) -> dict:
-        env = _make(
-            task, backend, num_envs, device if backend != "mujoco" else None, autoreset_mode="disabled"
-        )
+        env = _make(task, backend, num_envs, device, autoreset_mode="disabled")
         env.reset(seed=0)
         dtype = env.backend.get_capabilities().dtype
         env.backend.set_state_tensor(
@@ -112,7 +113,7 @@ def return_distribution(
     task: str, backend: str, policy_spec: str, num_envs: int, steps: int, device: str | None, dr: Any
 ) -> np.ndarray:
     """The returns of the episodes that ended within `steps` env steps."""
-    env = _make(task, backend, num_envs, device if backend != "mujoco" else None, dr=dr)
+    env = _make(task, backend, num_envs, device, dr=dr)
     try:
         stats = rollout(env, make_policy(policy_spec, env), steps, seed=0, progress=False)
     finally:
@@ -167,7 +168,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> dict:
         if why:
             print(f"  {b}: skipped ({why.splitlines()[0]})", file=out)
     for b in backends:
-        env = _make(args.task, b, 1, args.device if b != "mujoco" else None)
+        env = _make(args.task, b, 1, args.device)
         caps = env.backend.get_capabilities()
         env.close()
         print(

@@ -47,3 +47,26 @@ def test_importing_unienv_imports_no_optional_engine():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_registry_agrees_with_configs_extras_and_classes():
+    """Every backend is one BACKENDS entry plus its cfg/backend/<name>.yaml and its pip extra;
+    each installed one resolves to a class of that name and a raw loop for the benchmark."""
+    import tomllib
+    import yaml
+
+    from unienv.backends import BACKENDS, backend_class, backends_on, installed_backends, raw_loop
+
+    configs = {f[: -len(".yaml")] for f in os.listdir(os.path.join(ROOT, "cfg", "backend"))}
+    assert configs == set(BACKENDS)
+    for name in BACKENDS:
+        with open(os.path.join(ROOT, "cfg", "backend", f"{name}.yaml")) as f:
+            assert yaml.safe_load(f)["name"] == name
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert all(entry.extra in extras for entry in BACKENDS.values() if entry.extra)
+    assert "mujoco" in installed_backends() and "mujoco" in backends_on("cpu")
+    for name in installed_backends():
+        assert backend_class(name).name == name
+        assert callable(raw_loop(name))
+    assert set(backends_on("cpu")) <= set(installed_backends())

@@ -8,13 +8,12 @@ so these settings reach them all; tests build expected tensors on `backend.devic
 on the CPU, so a CUDA run tests the backend, not the test.
 """
 
-import importlib.util
 import os
 
 import pytest
 import torch
 
-from unienv.backends import create
+from unienv.backends import BACKENDS, backends_on, create
 
 SCENE = os.path.join(os.path.dirname(__file__), "scene.xml")
 SIM_DT = 0.005
@@ -24,36 +23,36 @@ if torch.device(DEVICE).type == "cuda" and not torch.cuda.is_available():
     raise RuntimeError(f"UNIENV_TEST_DEVICE={DEVICE!r}, but torch sees no CUDA device")
 
 
-def _mjwarp_device() -> str | None:
-    """Where the suite runs mjwarp: DEVICE if it is CUDA; on the CPU, Warp's CPU device if this
-    warp-lang has its CPU kernels (warp-clang); else nowhere (None)."""
-    if not importlib.util.find_spec("mujoco_warp"):
-        return None
-    if torch.device(DEVICE).type == "cuda":
-        return DEVICE
-    import warp
-
-    warp.config.quiet = True
-    return "cpu" if warp.is_cpu_available() else None
+def _suite_device(name: str) -> str | None:
+    """Where the suite runs backend `name` (the registry says where it can run): on DEVICE if it
+    runs there, on its own default if it runs on the CPU only; MISSING where it cannot run here."""
+    entry = BACKENDS[name]
+    if entry.devices == ("cpu",):
+        return None if entry.installed() else MISSING
+    return DEVICE if entry.runs_on(DEVICE) else MISSING
 
 
-MJWARP_DEVICE = _mjwarp_device()
+MISSING = "missing"
+# backend name -> the device option the suite gives it, for every backend that runs here
+SUITE_DEVICES = {name: device for name in BACKENDS if (device := _suite_device(name)) != MISSING}
+AVAILABLE = list(SUITE_DEVICES)
+MJWARP_DEVICE = SUITE_DEVICES.get("mjwarp")
+CPU_BACKENDS = backends_on("cpu")  # those that run on the CPU here (tests that compare on the CPU)
+# built for a GPU (a sync-free hot path) and run on the CPU here
+DEVICE_BACKENDS = [name for name in CPU_BACKENDS if BACKENDS[name].devices != ("cpu",)]
 
-# backend name -> the engine module it needs
-AVAILABLE = [
-    name
-    for name, module in [("mujoco", "mujoco"), ("genesis", "genesis")]
-    if importlib.util.find_spec(module)
-] + (["mjwarp"] if MJWARP_DEVICE else [])
+
+def backend_params(names):
+    """pytest params of backend names, marked slow where the backend's first build takes minutes."""
+    return [pytest.param(n, marks=pytest.mark.slow) if BACKENDS[n].slow_build else n for n in names]
 
 
 def backend_options(name: str) -> dict:
     """The device (and Genesis's precision) the suite gives backend `name`."""
-    if name == "mjwarp":
-        return {"device": MJWARP_DEVICE}
-    if name == "genesis":
-        return {"device": DEVICE, **({"precision": GENESIS_PRECISION} if GENESIS_PRECISION else {})}
-    return {}
+    options = {"device": SUITE_DEVICES[name]} if SUITE_DEVICES.get(name) else {}
+    if name == "genesis" and GENESIS_PRECISION:
+        options["precision"] = GENESIS_PRECISION
+    return options
 
 
 def create_backend(name: str, num_envs: int = 4, scene: str = SCENE, sim_dt: float = SIM_DT, **options):

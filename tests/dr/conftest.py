@@ -8,7 +8,6 @@ env a test makes (a test's first env gets the first, an unrandomized twin the
 second), so the genesis builds stay two per session.
 """
 
-import importlib.util
 import os
 
 import gymnasium as gym
@@ -16,18 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import CPU_BACKENDS, MJWARP_DEVICE
 from unienv import dr as domain_randomization
 from unienv.backends import DR_TERMS, create
 from unienv.envs import UniEnv
 from unienv.task import Task
 
 SCENE = os.path.join(os.path.dirname(__file__), "..", "contract", "scene.xml")
-BACKENDS = (
-    ["mujoco"]
-    + (["genesis"] if importlib.util.find_spec("genesis") else [])
-    + (["mjwarp"] if MJWARP_DEVICE == "cpu" else [])  # Warp's CPU device (tests compare on the CPU)
-)
+BACKENDS = CPU_BACKENDS  # tests compare on the CPU
 # qpos: box free joint 0..6, slider 7, hinge 8; qvel: box 0..5, slider 6, hinge 7
 BOX_Z, BOX_VX, SLIDER_Q, HINGE_Q, SLIDER_V, HINGE_V = 2, 0, 7, 8, 6, 7
 POLE_MASS, POLE_COM = 0.2, 0.3  # kg; m along the pole from the hinge

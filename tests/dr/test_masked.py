@@ -1,14 +1,13 @@
 """DR driven by masks: the backends' masked write, the manager's static-shape path and
 its host syncs (none on the sync-free backends), and the draws it makes."""
 
-import importlib.util
 import os
 
 import pytest
 import torch
 import yaml
 
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import DEVICE_BACKENDS, MJWARP_DEVICE
 from tests.contract.test_contract import modified
 from tests.dr.conftest import SCENE, ContractTask
 from tests.syncs import count_host_syncs
@@ -98,7 +97,7 @@ def test_masked_write_never_writes_a_value_out_of_the_domain(dr_backend, bad):
 
 # ---- the manager ----------------------------------------------------------------------------
 
-SYNC_FREE = ["mjwarp"] * (MJWARP_DEVICE == "cpu") + ["genesis"] * bool(importlib.util.find_spec("genesis"))
+SYNC_FREE = DEVICE_BACKENDS  # built for a GPU (sync-free), run here on the CPU
 
 
 def _ant(backend_name, config, num_envs):

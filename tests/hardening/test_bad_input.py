@@ -6,22 +6,16 @@ term's random streams, DR parameters, timers, latency buffer and noise, episode 
 task's reading and memory) is snapshotted before and compared bit for bit after the refusal.
 """
 
-import importlib.util
-
 import numpy as np
 import pytest
 import torch
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import CPU_BACKENDS
 from unienv.errors import UnienvError
 from unienv.wrappers.sb3 import Sb3VecEnv
 
-BACKENDS = (
-    ["mujoco"]
-    + (["mjwarp"] if MJWARP_DEVICE == "cpu" else [])
-    + (["genesis"] if importlib.util.find_spec("genesis") else [])
-)
+BACKENDS = CPU_BACKENDS
 N = 2  # hopper has 3 actions: a transposed (3, N) array is a different shape
 DR = {
     "mass": {"param": "body_mass", "range": [0.9, 1.1], "operation": "scale"},
@@ -34,8 +28,7 @@ DR = {
 @pytest.fixture(scope="module", params=BACKENDS)
 def env(request):
     """hopper with DR, three steps into its episodes (one env per backend per session)."""
-    device = MJWARP_DEVICE if request.param == "mjwarp" else "cpu" if request.param == "genesis" else None
-    env = unienv.make("hopper", backend=request.param, num_envs=N, seed=3, dr=DR, device=device)
+    env = unienv.make("hopper", backend=request.param, num_envs=N, seed=3, dr=DR, device="cpu")
     env.reset()
     for _ in range(3):
         env.step(torch.full((N, 3), 0.3))

@@ -6,12 +6,13 @@ import pytest
 import torch
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import CPU_BACKENDS, SUITE_DEVICES
 from tests.hardening.test_bad_input import _tensors, assert_unchanged, snapshot
+from unienv.backends import BACKENDS as REGISTRY
 from unienv.errors import ArgumentError, BackendClosedError, NeedsResetError
 from unienv.tasks.hopper import Hopper
 
-BACKENDS = ["mujoco"] + (["mjwarp"] if MJWARP_DEVICE == "cpu" else [])
+BACKENDS = [name for name in CPU_BACKENDS if not REGISTRY[name].slow_build]  # genesis: its own suite
 DR = {
     "mass": {"param": "body_mass", "range": [0.9, 1.1], "operation": "scale"},
     "latency": {"param": "action_latency", "range": [0, 1]},
@@ -19,7 +20,7 @@ DR = {
 
 
 def make(backend, **options):
-    device = MJWARP_DEVICE if backend == "mjwarp" else None
+    device = SUITE_DEVICES[backend]
     return unienv.make("hopper", backend=backend, device=device, num_envs=3, seed=1, dr=DR, **options)
 
 
@@ -82,7 +83,7 @@ def test_a_step_that_raised_midway_needs_a_full_reset(backend):
     from unienv.env import UniEnv
 
     task = FlakyHopper()
-    device = MJWARP_DEVICE if backend == "mjwarp" else None
+    device = SUITE_DEVICES[backend]
     sim = backends.create(backend, task.scene, 3, task.sim_dt, device=device)
     env = UniEnv(task, sim, seed=1)
     env.reset()

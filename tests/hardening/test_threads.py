@@ -1,15 +1,14 @@
-"""Two envs used from two threads at once follow the trajectories they follow alone (mujoco and
-genesis here; mjwarp's lock is tested in tests/backends/test_mjwarp.py)."""
-
-import importlib.util
+"""Two envs used from two threads at once follow the trajectories they follow alone, on every
+backend that runs on the CPU here (mjwarp's lock has its own test in tests/backends/test_mjwarp.py)."""
 
 import pytest
 import torch
 
 import unienv
+from tests.contract.conftest import CPU_BACKENDS, backend_params
 from tests.threads import in_two_threads
 
-BACKENDS = ["mujoco"] + (["genesis"] if importlib.util.find_spec("genesis") else [])
+BACKENDS = backend_params(CPU_BACKENDS)
 STEPS = 40
 
 
@@ -26,8 +25,7 @@ def _trajectory(env, seed, start=None):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_two_envs_step_from_two_threads(backend):
-    device = "cpu" if backend == "genesis" else None
-    envs = [unienv.make("cartpole", backend=backend, num_envs=2, device=device) for _ in range(2)]
+    envs = [unienv.make("cartpole", backend=backend, num_envs=2, device="cpu") for _ in range(2)]
     alone = [_trajectory(env, seed) for env, seed in zip(envs, (1, 2), strict=True)]
     results = in_two_threads(lambda i, start: _trajectory(envs[i], (1, 2)[i], start))
     assert not torch.equal(alone[0], alone[1])  # the two differ, so a mix-up would show

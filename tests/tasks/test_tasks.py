@@ -8,15 +8,13 @@ Warp's CPU device without a GPU), or fails at construction with an error naming
 what that backend lacks; those runs are marked slow (CI runs them).
 """
 
-import importlib.util
-
 import gymnasium
 import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
 import unienv
-from tests.contract.conftest import MJWARP_DEVICE
+from tests.contract.conftest import AVAILABLE, SUITE_DEVICES
 from unienv.backends import Capabilities
 from unienv.errors import CapabilityError
 from unienv.tasks import TASKS, gym_id, require, task_class
@@ -28,7 +26,6 @@ HEAVY = {
     "quadruped",
     "quadruped_rough",
 }  # the slowest random runs
-HAS_GENESIS = importlib.util.find_spec("genesis") is not None
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -41,7 +38,7 @@ def test_check_env(name):
 
 
 def random_run(name, backend="mujoco", num_envs=64, steps=1000, seed=0, **task_options):
-    device = {"mjwarp": MJWARP_DEVICE}.get(backend)
+    device = SUITE_DEVICES[backend]
     env = unienv.make(
         name, backend=backend, num_envs=num_envs, seed=seed, device=device, task_options=task_options
     )
@@ -74,7 +71,7 @@ def test_random_actions_stay_finite(name):
     random_run(name)
 
 
-OTHER_BACKENDS = (["genesis"] if HAS_GENESIS else []) + (["mjwarp"] if MJWARP_DEVICE else [])
+OTHER_BACKENDS = [b for b in AVAILABLE if b != "mujoco"]
 # what a backend cannot run, and the word its construction error must name
 CANNOT = {
     ("genesis", "ant"): "mj_fields",  # cfrc_ext in the observation; the portable variant runs below
@@ -95,7 +92,7 @@ def test_random_actions_stay_finite_on_other_backends(name, backend):
         random_run(name, backend=backend)
         return
     with pytest.raises(CapabilityError, match=missing):
-        unienv.make(name, backend=backend, num_envs=2, device={"mjwarp": MJWARP_DEVICE}.get(backend))
+        unienv.make(name, backend=backend, num_envs=2, device=SUITE_DEVICES[backend])
     if name == "ant":
         random_run(name, backend=backend, include_cfrc_ext_in_observation=False)
 
@@ -117,7 +114,7 @@ def test_missing_capability_fails_at_construction(name):
 
 
 def stand(backend):
-    device = {"mjwarp": MJWARP_DEVICE}.get(backend)
+    device = SUITE_DEVICES[backend]
     env = unienv.make("quadruped", backend=backend, num_envs=4, seed=0, device=device)
     try:
         env.reset()

@@ -12,6 +12,8 @@ against torch's current stream with events (no host sync). `device="cpu"` runs
 the same kernels on Warp's CPU device (needs warp-lang's LLVM backend,
 warp-clang); it is slow, for tests and CI without a GPU. Without CUDA, or
 without the `mjwarp` extra, construction fails and says what is missing.
+All Warp work runs through `mjwarp_graphs.WarpRunner`: graphs captured once per
+key, ordered with torch's stream, under one process-wide lock.
 
 Views: `get_state_views()` returns torch tensors that share memory with the
 Warp arrays `d.time`, `d.qpos`, `d.qvel`, `d.ctrl` (`wp.to_torch`, zero copy);
@@ -67,15 +69,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
 from unienv.backends.base import (
-    TERRAIN_GROUP,
     BodyViews,
     Capabilities,
     DRTerm,
@@ -85,6 +85,7 @@ from unienv.backends.base import (
     mj_body_views,
 )
 from unienv.backends.dr_rules import RULES, ModelDR
+from unienv.backends.mjwarp_graphs import WARP_LOCK, HeightRays, WarpRunner
 from unienv.errors import ArgumentError, CapabilityError, install_command
 
 _MAXVAL = 1e10  # MuJoCo's mjMAXVAL: beyond it the CPU engine warns and resets
@@ -98,11 +99,12 @@ _SET_CONST_OUTPUTS = (
     "actuator_acc0",
 )
 
-# Warp's graph capture is process-wide state (on its CPU device every launch from any thread is
-# recorded into the capture in progress; on CUDA the backends share the device's Warp stream), so
-# every backend's Warp work, captured or not, runs under this one lock: two envs stepped from two
-# threads then take turns instead of failing with "Graph capture already in progress" or crashing.
-_WARP_LOCK = threading.RLock()
+# the mjw.Data fields the backend reads or writes besides the state views, as torch views
+_OUTPUTS = (
+    *("act", "qacc", "qacc_warmstart", "xfrc_applied", "xpos", "xquat", "xipos", "cvel", "cdof", "cinert"),
+    *("subtree_com", "sensordata", "cfrc_ext", "site_xpos", "qfrc_actuator", "qfrc_constraint"),
+    *("mocap_pos", "mocap_quat"),
+)
 
 _NO_CUDA = (
     "backend='mjwarp' needs a CUDA GPU; found none (torch.cuda.is_available() is False) — "
@@ -122,6 +124,13 @@ def _import_engine() -> tuple[Any, Any]:
             name=e.name,
         ) from e
     return wp, mjw
+
+
+def cpu_available() -> bool:
+    """Whether this install runs the backend on the CPU: Warp's CPU kernels (warp-clang) are there."""
+    wp = importlib.import_module("warp")  # alone: mujoco_warp would initialise Warp before quiet is set
+    wp.config.quiet = True
+    return bool(wp.is_cpu_available())
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:
@@ -179,7 +188,7 @@ class MjwarpBackend(SimBackend):
         self.info = SceneInfo.from_mjmodel(self.model)
         self._dr = ModelDR(self.model, self.device, torch.float32)
         self._validate_randomize()
-        with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
+        with WARP_LOCK, wp.ScopedDevice(self._wp_device):
             try:  # mujoco_warp checks the model's features as it puts it on the device
                 self._m = _.put_model(self.model)
             except NotImplementedError as e:
@@ -205,35 +214,13 @@ class MjwarpBackend(SimBackend):
 
     def _materialize(self) -> None:
         wp, mjw = self._wp, self._mjw
-        with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
+        with WARP_LOCK, wp.ScopedDevice(self._wp_device):
             m = self._m
             self._d = d = mjw.make_data(
                 self.model, nworld=self.num_envs, nconmax=self.nconmax, njmax=self.njmax
             )
             self._views = {name: wp.to_torch(getattr(d, name)) for name in ("time", "qpos", "qvel", "ctrl")}
-            self._out = {
-                name: wp.to_torch(getattr(d, name))
-                for name in (
-                    "act",
-                    "qacc",
-                    "qacc_warmstart",
-                    "xfrc_applied",
-                    "xpos",
-                    "xquat",
-                    "xipos",
-                    "cvel",
-                    "cdof",
-                    "cinert",
-                    "subtree_com",
-                    "sensordata",
-                    "cfrc_ext",
-                    "site_xpos",
-                    "qfrc_actuator",
-                    "qfrc_constraint",
-                    "mocap_pos",
-                    "mocap_quat",
-                )
-            }
+            self._out = {name: wp.to_torch(getattr(d, name)) for name in _OUTPUTS}
             self._reset_mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
             self._wp_reset_mask = wp.from_torch(self._reset_mask)
             mjw.forward(m, d)  # derived quantities at qpos0 before the first step
@@ -243,67 +230,21 @@ class MjwarpBackend(SimBackend):
         self._dof_ancestor = torch.as_tensor(
             self._m.body_isdofancestor.numpy()[:, : mj.nv] != 0, device=self.device
         )  # (nbody, nv): the dofs that move each body
-        self._graphs: dict[Any, Any] = {}
+        self._runner = WarpRunner(wp, self._wp_device, self.device)
+        self._rays = HeightRays(self._runner, wp, mjw, self._wp_device, self.num_envs)
         self._device_ids: dict[bytes, torch.Tensor] = {}
-        self._rays: dict[int, dict[str, Any]] = {}  # height-scan buffers by ray count
         self._fresh = True  # derived quantities describe the current state
         self._const_stale = False  # a DR write changed what mjw.set_const derives from
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
         self._stepped = False  # a step ran since the last pop_diverged
-        self._stream = None
-        self._torch_streams: dict[int, Any] = {}  # torch stream handle -> its Warp stream
-        if self.device.type == "cuda":
-            self._stream = wp.get_stream(self._wp_device)
 
     def _close(self) -> None:
-        with _WARP_LOCK:  # frees device memory, which must not land inside another thread's capture
-            self._graphs.clear()
+        with WARP_LOCK:  # frees device memory, which must not land inside another thread's capture
+            self._runner.graphs.clear()
             del self._views, self._out, self._d, self._m
 
     # ---- running engine work ------------------------------------------------
-
-    def _run(self, key: Any, work) -> None:
-        """Run `work()` (Warp launches) on the device, as a graph captured once per key.
-
-        Warp records graphs on CUDA and on its CPU device alike (a CPU graph replays
-        its launches in C++, without Python). On CUDA the Warp stream waits for
-        torch's current stream before, and torch's stream for the Warp stream after,
-        so torch's reads and writes of the views are ordered with the engine's
-        without a host sync. key=None runs `work()` uncaptured. Holds _WARP_LOCK: one
-        capture at a time in the process, and no launch lands inside another's capture.
-        """
-        wp = self._wp
-        if self._stream is not None and torch.cuda.is_current_stream_capturing():
-            # inside a caller's CUDA graph of a whole env step (torch.cuda.graph): record the
-            # launches into it, on torch's capturing stream
-            stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
-            capture = wp.ScopedCapture(
-                device=self._wp_device, stream=stream, external=True, capture_mode=wp.CaptureMode.GLOBAL
-            )
-            with _WARP_LOCK, wp.ScopedDevice(self._wp_device), capture:
-                work()
-            return
-        with _WARP_LOCK:
-            torch_stream = None
-            if self._stream is not None:
-                current = torch.cuda.current_stream(self.device)
-                torch_stream = self._torch_streams.get(current.cuda_stream)
-                if torch_stream is None:
-                    torch_stream = self._torch_streams[current.cuda_stream] = wp.stream_from_torch(current)
-                self._stream.wait_stream(torch_stream)
-            with wp.ScopedDevice(self._wp_device):
-                if key is None:
-                    work()
-                else:
-                    graph = self._graphs.get(key)
-                    if graph is None:
-                        with wp.ScopedCapture(device=self._wp_device, stream=self._stream) as capture:
-                            work()
-                        self._graphs[key] = graph = capture.graph
-                    wp.capture_launch(graph, stream=self._stream)
-            if torch_stream is not None:
-                torch_stream.wait_stream(self._stream)
 
     def _steps(self, nsteps: int):
         m, d, step = self._m, self._d, self._mjw.step
@@ -322,14 +263,14 @@ class MjwarpBackend(SimBackend):
         """Bring derived quantities to the current state (once per step)."""
         if not self._fresh:
             self._update_constants()
-            self._run("forward", self._forward_work)
+            self._runner.run("forward", self._forward_work)
             self._fresh = True
 
     def _update_constants(self) -> None:
         """Recompute the model constants (mjw.set_const, one captured graph) after DR writes
         to mass, COM or armature: once, however many terms and rows were written."""
         if self._const_stale:
-            self._run("set_const", lambda: self._mjw.set_const(self._m, self._d))
+            self._runner.run("set_const", lambda: self._mjw.set_const(self._m, self._d))
             self._const_stale = False
 
     # ---- hot path -----------------------------------------------------------
@@ -337,7 +278,7 @@ class MjwarpBackend(SimBackend):
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._update_constants()
         self._views["ctrl"].copy_(ctrl)
-        self._run(("step", nsteps), self._steps(nsteps))
+        self._runner.run(("step", nsteps), self._steps(nsteps))
         self._fresh = False
         self._stepped = True
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
@@ -363,7 +304,7 @@ class MjwarpBackend(SimBackend):
         self._reset_mask[rows] = True
         # captured once: the graph reads the mask's contents at each replay, and an uncaptured
         # reset_data re-hashes mujoco_warp's kernels on every call (~25 ms)
-        self._run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
+        self._runner.run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
         self._views["qpos"][rows] = qpos.to(torch.float32)
         self._views["qvel"][rows] = qvel.to(torch.float32)
         self._fresh = False
@@ -371,7 +312,7 @@ class MjwarpBackend(SimBackend):
 
     def _set_state_mask(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         self._reset_mask.copy_(mask)
-        self._run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
+        self._runner.run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
         rows = mask[:, None]
         for name, new in (("qpos", qpos), ("qvel", qvel)):
             view = self._views[name]
@@ -441,43 +382,7 @@ class MjwarpBackend(SimBackend):
         self._refresh()
 
     def _cast_down(self, origins: torch.Tensor) -> torch.Tensor:
-        """mjw.rays over every world, as one captured graph per ray count, on buffers made once
-        (the graph reads the origins written into them at each replay)."""
-        wp, nray = self._wp, origins.shape[1]
-        buffers = self._rays.get(nray)
-        if buffers is None:
-            with _WARP_LOCK, wp.ScopedDevice(self._wp_device):
-                n = self.num_envs
-                buffers = self._rays[nray] = {
-                    "pnt": wp.zeros((n, nray), dtype=wp.vec3),
-                    "vec": wp.array(np.tile([0.0, 0.0, -1.0], (n, nray, 1)), dtype=wp.vec3),
-                    "exclude": wp.full(nray, -1, dtype=int),
-                    "dist": wp.zeros((n, nray), dtype=float),
-                    "geomid": wp.zeros((n, nray), dtype=int),
-                    "normal": wp.zeros((n, nray), dtype=wp.vec3),
-                }
-        b = buffers
-        wp.to_torch(b["pnt"]).copy_(origins.to(torch.float32))
-        group = importlib.import_module("mujoco_warp._src.types").vec6(
-            *[1.0 if g == TERRAIN_GROUP else 0.0 for g in range(6)]
-        )
-
-        def work() -> None:
-            self._mjw.rays(
-                self._m,
-                self._d,
-                b["pnt"],
-                b["vec"],
-                group,
-                True,
-                b["exclude"],
-                b["dist"],
-                b["geomid"],
-                b["normal"],
-            )
-
-        self._run(("rays", nray), work)
-        return wp.to_torch(b["dist"]).clone()
+        return self._rays.cast_down(self._m, self._d, origins)
 
     # ---- snapshots ----------------------------------------------------------
 
@@ -524,10 +429,10 @@ class MjwarpBackend(SimBackend):
         obj, attr = (self._m.opt, name[4:]) if name.startswith("opt.") else (self._m, name)
         array = getattr(obj, attr)
         if array.shape[0] != self.num_envs:
-            with _WARP_LOCK:  # a device copy, kept out of other threads' captures
+            with WARP_LOCK:  # a device copy, kept out of other threads' captures
                 host = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
                 setattr(obj, attr, wp.array(host, dtype=array.dtype, device=self._wp_device))
-                self._graphs.clear()  # captured graphs hold the old array
+                self._runner.graphs.clear()  # captured graphs hold the old array
                 self.graph_epoch += 1
         return self._field(name)
 
@@ -546,3 +451,40 @@ class MjwarpBackend(SimBackend):
                     self._expand(out)
             self._const_stale = True
         self._fresh = False
+
+
+# ---- the engine alone, for unienv.bench ----------------------------------------
+
+
+def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
+    """mujoco_warp alone, for `unienv.bench`: write the restarted envs' states (their warm start
+    cleared) and ctrl from `replay` (`unienv.bench.Replay`), replay `decimation` captured steps,
+    return the qpos and qvel it read."""
+    wp, mjw = _import_engine()
+    model = load_mjmodel(backend.scene, backend.dt)
+    num_envs = backend.num_envs
+    wp.config.quiet = True
+    wp_device = wp.get_device(str(backend.device))
+    with wp.ScopedDevice(wp_device):
+        m = mjw.put_model(model)
+        d = mjw.make_data(model, nworld=num_envs)
+        ctrl, qpos, qvel = wp.to_torch(d.ctrl), wp.to_torch(d.qpos), wp.to_torch(d.qvel)
+        warmstart = wp.to_torch(d.qacc_warmstart)
+        mjw.step(m, d)  # compile before capturing
+        with wp.ScopedCapture() as capture:
+            for _ in range(decimation):
+                mjw.step(m, d)
+    # launched on torch's stream, so the writes and the qpos/qvel reads are ordered with it
+    stream = wp.stream_from_torch(torch.cuda.current_stream(wp_device.ordinal)) if wp_device.is_cuda else None
+    writes, controls = replay.on(qpos.device, qpos.dtype)
+
+    def step() -> tuple:
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted, their solver warm start cleared
+            rows, q, v = writes[i]
+            qpos[rows], qvel[rows], warmstart[rows] = q, v, 0.0
+        ctrl.copy_(controls[i])
+        wp.capture_launch(capture.graph, stream=stream)
+        return qpos.clone(), qvel.clone()
+
+    return step

@@ -67,7 +67,8 @@ without it (`compile_spec(movable_com=True)`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -208,9 +209,6 @@ class MujocoBackend(SimBackend):
         del self._batch, self._views, self._out
 
     # ---- hot path -----------------------------------------------------------
-
-    def _all_finite(self, x: torch.Tensor) -> bool:
-        return bool(np.isfinite(x.detach().numpy()).all())  # a CPU tensor: checked by the caller
 
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
@@ -415,3 +413,32 @@ class MujocoBackend(SimBackend):
         if RULES[term].set_const:
             b.set_const(rows)
         self._forward(rows)  # derived quantities follow the new model at once
+
+
+# ---- the engine alone, for unienv.bench ----------------------------------------
+
+
+def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
+    """mujoco.batch alone, the loop this backend wraps, for `unienv.bench`: each call writes the
+    restarted envs' states (after resetting them, as `_set_state` does) and the controls of
+    `replay` (`unienv.bench.Replay`), steps `decimation` times, and returns the qpos and qvel it read."""
+    model = load_mjmodel(backend.scene, backend.dt)
+    batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
+    ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
+    writes, controls = replay.numpy()
+    by_row = backend._reset_by_row  # whether zeroing a state row resets that sim, as the backend does
+
+    def step() -> tuple:
+        i = replay.next()
+        if writes[i] is not None:  # the envs that restarted: reset (solver warm start included), then set
+            rows, q, v = writes[i]
+            if by_row:
+                batch.state[rows] = 0.0
+            else:
+                batch.reset(rows, stage=0)
+            qpos[rows], qvel[rows] = q, v
+        ctrl[:] = controls[i]
+        batch.step(nstep=decimation)
+        return qpos.copy(), qvel.copy()
+
+    return step
