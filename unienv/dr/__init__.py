@@ -51,8 +51,7 @@ Invariants:
   * a reset or an interval firing writes only the rows of the envs concerned.
 
 Hot path: the manager works on `unienv.rows.Rows`. With `device_rows` (the env's
-choice where the backend's capabilities say `sync_free`: its state lives where a
-host read would wait for it) every call works on all envs through the mask:
+choice where the backend's state lives where a host read would wait for it) every call works on all envs through the mask:
 draws are made for every env but advance only the masked envs' streams
 (`EnvRandom.for_mask`, so env i draws what it would alone), buffers change with
 `torch.where`, parameters go to the backend with `set_dr_param_mask`, pushes
