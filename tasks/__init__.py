@@ -31,6 +31,23 @@ TASKS = {
     "quadruped": "unienv.tasks.quadruped:Quadruped",
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
+    # the DeepMind Control Suite (models from the dm-control package: the dmc extra)
+    "dmc_acrobot_swingup": "unienv.tasks.dmc_acrobot:AcrobotSwingup",
+    "dmc_acrobot_swingup_sparse": "unienv.tasks.dmc_acrobot:AcrobotSwingupSparse",
+    "dmc_cartpole_balance": "unienv.tasks.dmc_cartpole:CartpoleBalance",
+    "dmc_cartpole_balance_sparse": "unienv.tasks.dmc_cartpole:CartpoleBalanceSparse",
+    "dmc_cartpole_swingup": "unienv.tasks.dmc_cartpole:CartpoleSwingup",
+    "dmc_cartpole_swingup_sparse": "unienv.tasks.dmc_cartpole:CartpoleSwingupSparse",
+    "dmc_cheetah_run": "unienv.tasks.dmc_cheetah:CheetahRun",
+    "dmc_hopper_stand": "unienv.tasks.dmc_hopper:HopperStand",
+    "dmc_hopper_hop": "unienv.tasks.dmc_hopper:HopperHop",
+    "dmc_pendulum_swingup": "unienv.tasks.dmc_pendulum:PendulumSwingup",
+    "dmc_point_mass_easy": "unienv.tasks.dmc_point_mass:PointMassEasy",
+    "dmc_reacher_easy": "unienv.tasks.dmc_reacher:ReacherEasy",
+    "dmc_reacher_hard": "unienv.tasks.dmc_reacher:ReacherHard",
+    "dmc_walker_stand": "unienv.tasks.dmc_walker:WalkerStand",
+    "dmc_walker_walk": "unienv.tasks.dmc_walker:WalkerWalk",
+    "dmc_walker_run": "unienv.tasks.dmc_walker:WalkerRun",
 }
 
 
@@ -114,5 +131,8 @@ def require(task, backend) -> None:
 
 
 def gym_id(name: str) -> str:
-    """The Gymnasium id of a task: "cartpole" -> "unienv/Cartpole-v0"."""
+    """The Gymnasium id of a task: "cartpole" -> "unienv/Cartpole-v0"; a DeepMind Control Suite
+    task "dmc_walker_walk" -> "unienv/DMC-WalkerWalk-v0"."""
+    if name.startswith("dmc_"):
+        return "unienv/DMC-" + "".join(part.capitalize() for part in name[4:].split("_")) + "-v0"
     return "unienv/" + "".join(part.capitalize() for part in name.split("_")) + "-v0"

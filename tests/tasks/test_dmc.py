@@ -1,0 +1,127 @@
+"""The DeepMind Control Suite tasks (tasks/dmc_*.py): parity with dm_control, spaces, resets.
+
+Parity: each task steps beside dm_control's own `suite.load(domain, task)` for 1000 steps
+(a whole episode) of seeded uniform actions, on the mujoco backend, one env. After the
+reset, dm_control's initial state (and its target, where the task has one) is copied into
+unienv, whose reset draws from its own streams; then both get the same actions, and every
+observation (dm_control's dict flattened in its key order) and reward must agree to 1e-9.
+
+dm_control 1.0.50's engine wrapper does not build a physics on MuJoCo 4: its table of
+struct fields (`dm_control.mujoco.index.sizes.array_sizes`) names 7 MjModel and 2 MjData
+flex fields that MuJoCo 4 removed. `dm_control_suite()` below is the test-only shim: it
+drops those entries before `suite.load`. unienv's tasks never use dm_control's engine.
+
+Two references differ from a plain `suite.load`, neither in its trajectory:
+- tasks that observe touch sensors (hopper) run `mj_forward` after dm_control's step, so
+  that its sensordata describes the state it returns, as unienv's reads do (dm_control's
+  legacy step leaves acceleration-stage sensors one substep behind);
+- after a reset, dm_control's solver warm start is cleared (unienv's state write starts
+  the envs it writes from a zero warm start; cheetah's reset steps the physics, which
+  leaves one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import unienv
+from unienv.tasks import TASKS
+
+DMC = sorted(name for name in TASKS if name.startswith("dmc_"))
+STEPS = 1000
+TOLERANCE = 1e-9
+# MuJoCo 3 fields that dm_control 1.0.50's index still names and MuJoCo 4 does not have
+_GONE = {
+    "mjmodel": (
+        "flex_vertedge",
+        "flex_vertedgeadr",
+        "flex_vertedgenum",
+        "flex_vertmetric",
+        "flexvert_J_colind",
+        "flexvert_J_rowadr",
+        "flexvert_J_rownnz",
+    ),
+    "mjdata": ("flexvert_J", "flexvert_length"),
+}
+# tasks whose reference runs mj_forward after its step (they observe touch sensors)
+REFRESH = {"dmc_hopper_stand", "dmc_hopper_hop"}
+
+
+def dm_control_suite():
+    """dm_control.suite, loadable on MuJoCo 4 (the test-only shim of the module docstring)."""
+    pytest.importorskip("dm_control", reason="dm-control is not installed (pip install 'unienv[dmc]')")
+    from dm_control.mujoco.index import sizes
+
+    for struct, names in _GONE.items():
+        for name in names:
+            sizes.array_sizes[struct].pop(name, None)
+    from dm_control import suite
+
+    return suite
+
+
+def reference_target(name: str, physics) -> np.ndarray | None:
+    """The per-episode target dm_control put in its model, as unienv's memory holds it."""
+    if name.startswith("dmc_reacher"):
+        return physics.named.model.geom_pos["target", :2].copy()
+    return None
+
+
+def run_side_by_side(name: str, steps: int = STEPS, seed: int = 0) -> dict:
+    """Max |obs| and |reward| differences over `steps` steps after one reset."""
+    suite = dm_control_suite()
+    domain, task = name[4:].split("_", 1) if not name.startswith("dmc_point_mass") else ("point_mass", "easy")
+    if name.startswith("dmc_ball_in_cup"):
+        domain, task = "ball_in_cup", "catch"
+    ref = suite.load(domain, task, task_kwargs={"random": seed})
+    env = unienv.make(name, num_envs=1, autoreset_mode="disabled", backend_options={"nthread": 1})
+    physics = ref.physics
+    worst = {"obs": 0.0, "reward": 0.0}
+
+    def flat(observation) -> np.ndarray:
+        return np.concatenate([np.atleast_1d(v).ravel() for v in observation.values()])
+
+    def compare(obs, ref_obs, reward=None, ref_reward=None) -> None:
+        worst["obs"] = max(worst["obs"], float(np.abs(obs[0].numpy() - flat(ref_obs)).max()))
+        if reward is not None:
+            worst["reward"] = max(worst["reward"], abs(float(reward[0]) - float(ref_reward)))
+
+    try:
+        ts = ref.reset()
+        physics.data.qacc_warmstart[:] = 0.0
+        env.reset(seed=seed)
+        assert list(env.task.observation_blocks()) == list(ts.observation), "block names and order"
+        widths = [np.atleast_1d(v).size for v in ts.observation.values()]
+        assert list(env.task.observation_blocks().values()) == widths, "block widths"
+        target = reference_target(name, physics)
+        if target is not None:
+            env._memory["target"][0] = torch.as_tensor(target)
+        qpos, qvel = torch.tensor(physics.data.qpos[None]), torch.tensor(physics.data.qvel[None])
+        env.backend.set_state_tensor(torch.tensor([0]), qpos, qvel)
+        compare(env.observe(), ts.observation)
+        rng = np.random.default_rng(seed)
+        spec = ref.action_spec()
+        for _ in range(steps):
+            action = rng.uniform(spec.minimum, spec.maximum).astype(np.float32)
+            ts = ref.step(action.astype(np.float64))
+            if name in REFRESH:
+                physics.forward()
+                ts = ts._replace(observation=ref.task.get_observation(physics))
+            obs, reward, term, trunc, _ = env.step(torch.from_numpy(action[None]))
+            compare(obs, ts.observation, reward, ts.reward)
+            assert not bool(term[0])
+            assert bool(trunc[0]) == ts.last(), f"episode end at step {_}"
+    finally:
+        ref.close()
+        env.close()
+    return worst
+
+
+@pytest.mark.parametrize("name", DMC)
+def test_matches_dm_control(name):
+    worst = run_side_by_side(name)
+    print(f"{name}: {worst}")
+    assert worst["obs"] < TOLERANCE, worst
+    assert worst["reward"] < TOLERANCE, worst
