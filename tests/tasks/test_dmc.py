@@ -30,6 +30,8 @@ import unienv
 from unienv.tasks import TASKS
 
 DMC = sorted(name for name in TASKS if name.startswith("dmc_"))
+DOMAINS = ("acrobot", "ball_in_cup", "cartpole", "cheetah", "finger", "fish", "hopper", "humanoid")
+DOMAINS += ("pendulum", "point_mass", "reacher", "swimmer", "walker")
 STEPS = 1000
 TOLERANCE = 1e-9
 # MuJoCo 3 fields that dm_control 1.0.50's index still names and MuJoCo 4 does not have
@@ -46,7 +48,7 @@ _GONE = {
     "mjdata": ("flexvert_J", "flexvert_length"),
 }
 # tasks whose reference runs mj_forward after its step (they observe touch sensors)
-REFRESH = {"dmc_hopper_stand", "dmc_hopper_hop"}
+REFRESH = {"dmc_hopper_stand", "dmc_hopper_hop", "dmc_finger_turn_easy", "dmc_finger_turn_hard"}
 
 
 def dm_control_suite():
@@ -66,15 +68,16 @@ def reference_target(name: str, physics) -> np.ndarray | None:
     """The per-episode target dm_control put in its model, as unienv's memory holds it."""
     if name.startswith("dmc_reacher"):
         return physics.named.model.geom_pos["target", :2].copy()
+    if name.startswith("dmc_finger_turn"):
+        return physics.named.model.site_pos["target", [0, 2]].copy()
     return None
 
 
 def run_side_by_side(name: str, steps: int = STEPS, seed: int = 0) -> dict:
     """Max |obs| and |reward| differences over `steps` steps after one reset."""
     suite = dm_control_suite()
-    domain, task = name[4:].split("_", 1) if not name.startswith("dmc_point_mass") else ("point_mass", "easy")
-    if name.startswith("dmc_ball_in_cup"):
-        domain, task = "ball_in_cup", "catch"
+    domain = next(d for d in DOMAINS if name.startswith(f"dmc_{d}_"))
+    task = name[len(domain) + 5 :]
     ref = suite.load(domain, task, task_kwargs={"random": seed})
     env = unienv.make(name, num_envs=1, autoreset_mode="disabled", backend_options={"nthread": 1})
     physics = ref.physics
@@ -90,6 +93,9 @@ def run_side_by_side(name: str, steps: int = STEPS, seed: int = 0) -> dict:
 
     try:
         ts = ref.reset()
+        assert env.task.sim_dt == physics.model.opt.timestep, "physics timestep"
+        assert env.task.decimation == ref._n_sub_steps, "substeps per env step"
+        assert env.task.max_episode_steps == STEPS
         physics.data.qacc_warmstart[:] = 0.0
         env.reset(seed=seed)
         assert list(env.task.observation_blocks()) == list(ts.observation), "block names and order"
