@@ -22,12 +22,18 @@ Two references differ from a plain `suite.load`, neither in its trajectory:
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 import torch
 
 import unienv
-from unienv.tasks import TASKS
+from unienv.arrays import NUMPY, torch_namespace
+from unienv.backends import Capabilities
+from unienv.errors import CapabilityError
+from unienv.tasks import TASKS, gym_id, require, task_class
+from unienv.tasks.dmc_common import tolerance
 
 DMC = sorted(name for name in TASKS if name.startswith("dmc_"))
 DOMAINS = ("acrobot", "ball_in_cup", "cartpole", "cheetah", "finger", "fish", "hopper", "humanoid")
@@ -131,3 +137,107 @@ def test_matches_dm_control(name):
     print(f"{name}: {worst}")
     assert worst["obs"] < TOLERANCE, worst
     assert worst["reward"] < TOLERANCE, worst
+
+
+SHAPING = [
+    ((0.0, 0.0), 0.0, "gaussian", 0.1),
+    ((-0.25, 0.25), 0.0, "gaussian", 0.1),
+    ((1.2, float("inf")), 0.6, "gaussian", 0.1),
+    ((10.0, float("inf")), 10.0, "linear", 0.0),
+    ((0.0, 0.0), 1.0, "quadratic", 0.0),
+    ((0.9, float("inf")), 1.9, "linear", 0.0),
+    ((0.0, 0.5), 2.0, "hyperbolic", 0.3),
+    ((0.0, 0.5), 2.0, "long_tail", 0.3),
+    ((0.0, 0.5), 2.0, "reciprocal", 0.3),
+    ((0.0, 0.5), 2.0, "cosine", 0.3),
+    ((0.0, 0.5), 2.0, "tanh_squared", 0.3),
+]
+
+
+@pytest.mark.parametrize("bounds, margin, sigmoid, value_at_margin", SHAPING)
+def test_tolerance_matches_dm_control(bounds, margin, sigmoid, value_at_margin):
+    """unienv's tolerance, in NumPy and torch, against dm_control.utils.rewards.tolerance."""
+    pytest.importorskip("dm_control", reason="dm-control is not installed (pip install 'unienv[dmc]')")
+    from dm_control.utils import rewards
+
+    x = np.linspace(-25.0, 25.0, 2001)
+    expected = rewards.tolerance(x, bounds, margin, sigmoid, value_at_margin)
+    kwargs = {"bounds": bounds, "margin": margin, "sigmoid": sigmoid, "value_at_margin": value_at_margin}
+    assert np.abs(tolerance(NUMPY, x, **kwargs) - expected).max() < 1e-15
+    in_torch = tolerance(torch_namespace(torch.device("cpu")), torch.from_numpy(x), **kwargs)
+    assert np.abs(in_torch.numpy() - expected).max() < 1e-15
+    assert ((expected >= 0) & (expected <= 1)).all() and expected.max() == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"bounds": (1.0, 0.0)}, "bounds"),
+        ({"margin": -1.0}, "margin"),
+        ({"sigmoid": "gauss"}, "sigmoid"),
+        ({"margin": 1.0, "value_at_margin": 0.0}, "value_at_margin"),
+    ],
+)
+def test_tolerance_refuses_bad_shaping(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        tolerance(NUMPY, np.zeros(3), **kwargs)
+
+
+@pytest.mark.parametrize("name", DMC)
+def test_resets_follow_dm_control_rules(name):
+    """Reset states by dm_control's rules, from unienv's per-env streams: inside the joint
+    ranges, at rest where dm_control starts at rest, the same for the same seed, different
+    across envs; the episode lasts dm_control's 1000 steps."""
+    dm_control_suite()
+    envs = [unienv.make(name, num_envs=8, seed=3) for _ in range(2)]
+    try:
+        (a, _), (b, _) = (env.reset(seed=3) for env in envs)
+        assert torch.equal(a, b), "same seed, same initial observations"
+        assert not torch.equal(a[0], a[1]), "envs draw from their own streams"
+        backend, task = envs[0].backend, envs[0].task
+        qpos = backend.get_state_views()["qpos"].numpy()
+        info = backend.info
+        for j, limited in enumerate(info.joint_limited):
+            if limited and info.joint_type[j] in (2, 3):
+                column = qpos[:, info.joint_qpos_adr[j]]
+                low, high = info.joint_range[j]
+                assert ((column >= low) & (column <= high)).all(), backend.names("joint")[j]
+        if not name.startswith("dmc_cartpole"):
+            assert not backend.get_state_views()["qvel"].numpy().any()
+        assert task.max_episode_steps == STEPS
+        assert sum(task.observation_blocks().values()) == a.shape[1] == task.single_observation_space.shape[0]
+    finally:
+        for env in envs:
+            env.close()
+
+
+def test_dmc_tasks_are_listed_and_registered():
+    """`python -m unienv list` shows the suite, under its DMC-<Domain><Task>-v0 ids."""
+    import gymnasium
+
+    from unienv.__main__ import list_tasks
+
+    out = io.StringIO()
+    list_tasks(out)
+    for name in DMC:
+        assert name in out.getvalue()
+        assert gym_id(name) in gymnasium.registry
+    assert gym_id("dmc_ball_in_cup_catch") == "unienv/DMC-BallInCupCatch-v0"
+
+
+class _NoMjFields:
+    def get_capabilities(self):
+        return Capabilities(backend="genesis", device="cpu", dtype=torch.float32, deterministic=True)
+
+
+@pytest.mark.parametrize("name", DMC)
+def test_backends_without_mj_fields_refuse_the_domains_that_need_them(name):
+    """hopper (body COM heights) and acrobot (site positions) read MuJoCo's own fields:
+    a backend without `mj_fields` (genesis) refuses them at construction, naming it; every
+    other domain reads only state, body poses and sensors."""
+    task = task_class(name)()
+    if name.startswith(("dmc_hopper", "dmc_acrobot")):
+        with pytest.raises(CapabilityError, match="mj_fields"):
+            require(task, _NoMjFields())
+    else:
+        require(task, _NoMjFields())
