@@ -25,10 +25,12 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 import os
 from typing import Any
+from xml.etree import ElementTree
 
 import gymnasium as gym
 import numpy as np
@@ -69,6 +71,29 @@ def suite_xml(domain: str) -> str:
             "pip install 'unienv[dmc]'"
         )
     return os.path.join(folder, f"{domain}.xml")
+
+
+def derived_scene(domain: str, variant: str, edit) -> str:
+    """Path of a model that dm_control builds from `domain`.xml in code (swimmer's links) or
+    edits once for a task (finger spin's damping): `edit(root)` changes the parsed MJCF
+    (xml.etree) in place; the result is written, once per content, to unienv's cache folder
+    (UNIENV_CACHE, default ~/.cache/unienv) with its includes pointing at the suite's files."""
+    source = suite_xml(domain)
+    root = ElementTree.parse(source).getroot()
+    for include in root.iter("include"):
+        include.set("file", os.path.join(os.path.dirname(source), include.get("file")))
+    edit(root)
+    text = ElementTree.tostring(root, encoding="unicode")
+    folder = os.path.join(os.environ.get("UNIENV_CACHE", os.path.expanduser("~/.cache/unienv")), "dmc")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = os.path.join(folder, f"{domain}_{variant}_{digest}.xml")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "w") as f:
+            f.write(text)
+        os.replace(partial, path)  # atomic: a concurrent reader sees all of it or nothing
+    return path
 
 
 def _sigmoid(xp, x, value_at_1: float, sigmoid: str):

@@ -1,4 +1,4 @@
-"""dm_control's finger turn: a two-joint planar finger turns a free spinner's tip onto a target.
+"""dm_control's finger: a two-joint planar finger spins a free spinner, or turns its tip onto a target.
 
 Model: dm_control's finger.xml (0.01 s, elliptic cones), 2 physics steps per env step
 (0.02 s), 1000 steps. Action (2): proximal and distal motors. Observation (12), all from
@@ -7,7 +7,10 @@ tip's x, z relative to the spinner (4); velocity = proximal, distal and spinner 
 velocities (3); touch = log1p of the fingertip's two touch sensors (2); target_position =
 the target's x, z relative to the spinner (2); dist_to_target = |target - tip| - target
 radius (1). Reward: 1 while the tip is inside the target (dist_to_target <= 0), else 0.
-Target radius 0.07 (easy) or 0.03 (hard). Reset: the target at angle a ~ U(-pi, pi) on the
+Target radius 0.07 (easy) or 0.03 (hard). Spin observes the first 9 (no target) and earns
+1 while the spinner turns at 15 rad/s or faster (hinge velocity <= -15); dm_control lowers
+the spinner's damping from 0.5 to 0.03 for it, so spin simulates finger.xml with that damping
+(written once to unienv's cache folder). Reset: the target at angle a ~ U(-pi, pi) on the
 circle of radius 0.13 (the spinner's length) around the spinner's hinge; finger joints
 ~ U(their range), spinner ~ U(-pi, pi), at rest. dm_control redraws the joints until the
 state has no contact; a reset here cannot run collision detection, so a drawn state may
@@ -19,10 +22,11 @@ state (see dmc_common).
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, observation_space
+from unienv.tasks.dmc_common import DMCTask, derived_scene, observation_space
 
 BLOCKS = {"position": 4, "velocity": 3, "touch": 2, "target_position": 2, "dist_to_target": 1}
 HINGE = (0.2, 0.4)  # the spinner hinge's x, z (fixed)
+SPIN_BLOCKS = {"position": 4, "velocity": 3, "touch": 2}
 SPINNER_LENGTH = 0.13  # cap1's radius plus half-length: the target circle's radius
 
 
@@ -78,3 +82,28 @@ class FingerTurnEasy(DMCTask):
 class FingerTurnHard(FingerTurnEasy):
     name = "dmc_finger_turn_hard"
     target_radius = 0.03
+
+
+def low_spinner_damping(root) -> None:
+    """finger.xml as dm_control's spin task runs it: the spinner hinge's damping at 0.03."""
+    next(j for j in root.iter("joint") if j.get("name") == "hinge").set("damping", "0.03")
+
+
+class FingerSpin(FingerTurnEasy):
+    name = "dmc_finger_spin"
+    blocks = SPIN_BLOCKS
+    single_observation_space = observation_space(SPIN_BLOCKS)  # TODO(merge)
+
+    @property
+    def scene(self) -> str:
+        return derived_scene(self.domain, "spin", low_spinner_damping)
+
+    def observe(self, s, memory):
+        return self.xp.concat((s["joints"], s["tip"], s["velocity"], s["touch"]), 1)
+
+    def reward(self, s, prev, action, memory):
+        r = self.xp.astype(s["velocity"][:, 2] <= -15.0, self.dtype)
+        return r, {"spinning": r}
+
+    def reset_memory(self, rng):
+        return {}

@@ -54,7 +54,13 @@ _GONE = {
     "mjdata": ("flexvert_J", "flexvert_length"),
 }
 # tasks whose reference runs mj_forward after its step (they observe touch sensors)
-REFRESH = {"dmc_hopper_stand", "dmc_hopper_hop", "dmc_finger_turn_easy", "dmc_finger_turn_hard"}
+REFRESH = {
+    "dmc_hopper_stand",
+    "dmc_hopper_hop",
+    "dmc_finger_spin",
+    "dmc_finger_turn_easy",
+    "dmc_finger_turn_hard",
+}
 
 
 def dm_control_suite():
@@ -74,6 +80,8 @@ def reference_target(name: str, physics) -> np.ndarray | None:
     """The per-episode target dm_control put in its model, as unienv's memory holds it."""
     if name.startswith("dmc_reacher"):
         return physics.named.model.geom_pos["target", :2].copy()
+    if name.startswith("dmc_swimmer"):
+        return physics.named.model.geom_pos["target"].copy()
     if name.startswith("dmc_finger_turn"):
         return physics.named.model.site_pos["target", [0, 2]].copy()
     return None
