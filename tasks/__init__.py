@@ -43,6 +43,7 @@ TASKS = {
     "dmc_finger_spin": "unienv.tasks.dmc_finger:FingerSpin",
     "dmc_finger_turn_easy": "unienv.tasks.dmc_finger:FingerTurnEasy",
     "dmc_finger_turn_hard": "unienv.tasks.dmc_finger:FingerTurnHard",
+    "dmc_fish_swim": "unienv.tasks.dmc_fish:FishSwim",
     "dmc_hopper_stand": "unienv.tasks.dmc_hopper:HopperStand",
     "dmc_hopper_hop": "unienv.tasks.dmc_hopper:HopperHop",
     "dmc_humanoid_stand": "unienv.tasks.dmc_humanoid:HumanoidStand",

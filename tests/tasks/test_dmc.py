@@ -80,7 +80,7 @@ def reference_target(name: str, physics) -> np.ndarray | None:
     """The per-episode target dm_control put in its model, as unienv's memory holds it."""
     if name.startswith("dmc_reacher"):
         return physics.named.model.geom_pos["target", :2].copy()
-    if name.startswith("dmc_swimmer"):
+    if name.startswith(("dmc_swimmer", "dmc_fish")):
         return physics.named.model.geom_pos["target"].copy()
     if name.startswith("dmc_finger_turn"):
         return physics.named.model.site_pos["target", [0, 2]].copy()
