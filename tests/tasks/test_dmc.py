@@ -31,7 +31,7 @@ import torch
 import unienv
 from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends import Capabilities
-from unienv.errors import CapabilityError
+from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import TASKS, gym_id, require, task_class
 from unienv.tasks.dmc_common import tolerance
 
@@ -249,3 +249,21 @@ def test_backends_without_mj_fields_refuse_the_domains_that_need_them(name):
             require(task, _NoMjFields())
     else:
         require(task, _NoMjFields())
+
+
+# what genesis refuses at construction, and a word of its reason (see docs/dmc.md for all)
+GENESIS_REFUSES = {
+    "dmc_point_mass_easy": (ArgumentError, "no joint transmission"),  # tendon motors
+    "dmc_finger_turn_easy": (CapabilityError, "touch"),  # touch sensors
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(GENESIS_REFUSES))
+def test_genesis_refuses_at_construction(name):
+    """A domain that genesis cannot simulate as MuJoCo does fails at construction, saying why."""
+    pytest.importorskip("genesis", reason="genesis is not installed (pip install 'unienv[genesis]')")
+    dm_control_suite()
+    error, word = GENESIS_REFUSES[name]
+    with pytest.raises(error, match=word):
+        unienv.make(name, backend="genesis", num_envs=1, device="cpu")
