@@ -30,8 +30,7 @@ class AcrobotSwingup(DMCTask):
     camera = {"distance": 6.0, "azimuth": 90.0, "elevation": -5.0, "lookat": (0.0, 0.0, 2.0)}
     sparse = False
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.arms = backend.find("body", ["upper_arm", "lower_arm"])
         self.sites = backend.find("site", ["target", "tip"])
 

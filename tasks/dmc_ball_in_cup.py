@@ -31,8 +31,7 @@ class BallInCupCatch(DMCTask):
     single_observation_space = observation_space(BLOCKS)  # TODO(merge)
     camera = {"distance": 1.5, "azimuth": 90.0, "elevation": -5.0, "lookat": (0.0, 0.0, 0.5)}
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.bodies = backend.find("body", ["cup", "ball"])
         self.target = self.array(TARGET)
         self.ball_x = backend.joint_qpos_slice("ball_x").start

@@ -31,8 +31,7 @@ class CartpoleBalance(DMCTask):
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 1.0)}
     swing_up, sparse = False, False
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.pole = backend.find("body", ["pole_1"])
 
     def read(self, backend):

@@ -193,11 +193,19 @@ class DMCTask(Task):
         return dict(self.blocks)
 
     def setup(self, backend):
+        """Cache the model's constants, resolve the task's ids (`resolve`), then read once:
+        a backend that cannot serve a quantity the task reads (a sensor type, a MuJoCo
+        field) refuses it now, at construction, rather than at the first reset."""
         super().setup(backend)
         self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         self.qpos0 = self.array(backend.info.qpos0)
         self.nq, self.nv = backend.nq, backend.nv
         self._joint_reset_rule(backend.info)
+        self.resolve(backend)
+        self.read(backend)
+
+    def resolve(self, backend) -> None:
+        """Resolve the task's body, site and joint ids (subclasses); nothing by default."""
 
     def terminated(self, s, memory):
         return self.xp.zeros(len(s["qpos"]), self.xp.bool)

@@ -37,8 +37,7 @@ class FishSwim(DMCTask):
     single_observation_space = observation_space(BLOCKS)  # TODO(merge)
     camera = {"distance": 1.0, "azimuth": 90.0, "elevation": -30.0, "track_body": "torso"}
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.torso = backend.find("body", ["torso"])
         self.joints = [backend.joint_qpos_slice(j).start for j in JOINTS]
         self.mouth_pos, self.mouth_rot = self.array(MOUTH_POS), self.array(MOUTH_ROT)

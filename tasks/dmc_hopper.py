@@ -35,8 +35,7 @@ class HopperStand(DMCTask):
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
     hopping = False
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.torso_foot = backend.find("body", ["torso", "foot"])
 
     def read(self, backend):

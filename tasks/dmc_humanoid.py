@@ -46,8 +46,7 @@ class HumanoidStand(DMCTask):
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
     move_speed = 0.0
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.limbs = backend.find("body", LIMBS)
 
     def read(self, backend):

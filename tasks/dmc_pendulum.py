@@ -28,8 +28,7 @@ class PendulumSwingup(DMCTask):
     single_observation_space = observation_space(BLOCKS)  # TODO(merge)
     camera = {"distance": 2.5, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.6)}
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.pole = backend.find("body", ["pole"])
 
     def read(self, backend):

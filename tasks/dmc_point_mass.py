@@ -30,8 +30,7 @@ class PointMassEasy(DMCTask):
     single_observation_space = observation_space(BLOCKS)  # TODO(merge)
     camera = {"distance": 1.0, "azimuth": 90.0, "elevation": -89.0, "lookat": (0.0, 0.0, 0.0)}
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.mass = backend.find("body", ["pointmass"])  # its geom sits at the body's origin
         self.target = self.array(TARGET)
 

@@ -31,8 +31,7 @@ class ReacherEasy(DMCTask):
     camera = {"distance": 1.0, "azimuth": 90.0, "elevation": -89.0, "lookat": (0.0, 0.0, 0.0)}
     target_size = 0.05
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.finger = backend.find("body", ["finger"])  # its geom sits at the body's origin
 
     def read(self, backend):

@@ -60,8 +60,7 @@ class SwimmerSwimmer6(DMCTask):
     def scene(self) -> str:
         return derived_scene(self.domain, f"{LINKS}links", add_links)
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.head = backend.find("body", ["head"])
         self.velocity_sensors = ["head_vel", "head_gyro"]
         for i in range(LINKS - 1):

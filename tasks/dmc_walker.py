@@ -33,8 +33,7 @@ class WalkerStand(DMCTask):
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}
     move_speed = 0.0
 
-    def setup(self, backend):
-        super().setup(backend)
+    def resolve(self, backend):
         self.bodies = np.arange(1, len(backend.names("body")))  # every body but the world; torso first
         self.columns = [XMAT["xx"], XMAT["xz"]]
 
