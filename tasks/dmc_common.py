@@ -13,13 +13,14 @@ in [0, 1]; no task terminates, every episode is truncated at its time limit.
 Invariants:
 - Quantities are read the way dm_control reads them and at the state the backend returns:
   body orientations are the rows of `xmat` (computed here from the body quaternions as
-  `mju_quat2Mat` does), positions `xpos`, `xipos` and `site_xpos`, sensors `sensordata`.
+  `mju_quat2Mat` does), positions `xpos`, `xipos` and `site_xpos` (a geom's from its body's
+  pose and its constant offset), sensors `sensordata`.
   Acceleration-stage sensors (touch) are read at the returned state; dm_control's legacy
   step leaves them one substep behind (its last `mj_step2`).
 - The action is the actuators' input (`ctrl`), in [-1, 1] as every suite model's ctrlrange.
 - Random initial states and targets come from unienv's per-env streams, drawn by the
   same rules as dm_control's (not its numbers). A target that dm_control places by editing
-  the model (reacher, finger turn) lives in the env's per-env memory instead, so every env
+  the model (reacher, finger turn, fish, swimmer) lives in the env's memory instead, so every env
   has its own; the scene's marker stays where the MJCF puts it.
 """
 

@@ -219,6 +219,13 @@ def test_resets_follow_dm_control_rules(name):
             env.close()
 
 
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("inf"), "10"])
+def test_bad_episode_length_is_refused(bad):
+    with pytest.raises(ArgumentError, match="episode_length_s"):
+        task_class("dmc_cheetah_run")(episode_length_s=bad)
+    assert task_class("dmc_cheetah_run")(episode_length_s=2.5).max_episode_steps == 250
+
+
 def test_dmc_tasks_are_listed_and_registered():
     """`python -m unienv list` shows the suite, under its DMC-<Domain><Task>-v0 ids."""
     import gymnasium
