@@ -5,6 +5,7 @@ imported only when the task is made.
 """
 
 import importlib
+import importlib.util
 import inspect
 import math
 import os
@@ -31,7 +32,12 @@ TASKS = {
     "quadruped": "unienv.tasks.quadruped:Quadruped",
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
-    # the DeepMind Control Suite (models from the dm-control package: the dmc extra)
+}
+
+
+# the DeepMind Control Suite (docs/dmc.md), offered where the dm-control package that ships
+# its models is installed (the dmc extra)
+DMC_TASKS = {
     "dmc_acrobot_swingup": "unienv.tasks.dmc_acrobot:AcrobotSwingup",
     "dmc_acrobot_swingup_sparse": "unienv.tasks.dmc_acrobot:AcrobotSwingupSparse",
     "dmc_ball_in_cup_catch": "unienv.tasks.dmc_ball_in_cup:BallInCupCatch",
@@ -58,6 +64,8 @@ TASKS = {
     "dmc_walker_walk": "unienv.tasks.dmc_walker:WalkerWalk",
     "dmc_walker_run": "unienv.tasks.dmc_walker:WalkerRun",
 }
+if importlib.util.find_spec("dm_control") is not None:
+    TASKS |= DMC_TASKS
 
 
 def task_class(name: str):

@@ -32,10 +32,11 @@ import unienv
 from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends import Capabilities
 from unienv.errors import ArgumentError, CapabilityError
-from unienv.tasks import TASKS, gym_id, require, task_class
+from unienv.tasks import DMC_TASKS, gym_id, require, task_class
 from unienv.tasks.dmc_common import tolerance
 
-DMC = sorted(name for name in TASKS if name.startswith("dmc_"))
+pytest.importorskip("dm_control", reason="dm-control is not installed (pip install 'unienv[dmc]')")
+DMC = sorted(DMC_TASKS)
 DOMAINS = ("acrobot", "ball_in_cup", "cartpole", "cheetah", "finger", "fish", "hopper", "humanoid")
 DOMAINS += ("pendulum", "point_mass", "reacher", "swimmer", "walker")
 STEPS = 1000
