@@ -275,3 +275,24 @@ def test_genesis_refuses_at_construction(name):
     error, word = GENESIS_REFUSES[name]
     with pytest.raises(error, match=word):
         unienv.make(name, backend="genesis", num_envs=1, device="cpu")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["dmc_reacher_easy", "dmc_hopper_hop", "dmc_finger_turn_easy", "dmc_fish_swim", "dmc_swimmer_swimmer6"],
+)
+def test_step_on_mjwarp_makes_no_host_sync(name):
+    """On a device backend the dmc tasks compute in torch without reading a value back to the
+    host: targets in memory, sensors, MuJoCo fields, resets (MuJoCo Warp on its CPU device,
+    where the test counts the conversions that would stall a GPU; tests/test_hot_path.py)."""
+    from tests.contract.conftest import MJWARP_DEVICE
+    from tests.test_hot_path import device_env, steps_without_syncs
+
+    if not MJWARP_DEVICE:
+        pytest.skip("needs mujoco_warp (the mjwarp extra)")
+    env = device_env("mjwarp", name, dr=False)
+    try:
+        counts = steps_without_syncs(env)
+        assert not counts, f"host conversions in env.step: {counts.most_common()}"
+    finally:
+        env.close()
