@@ -57,14 +57,12 @@ class CartpoleBalance(DMCTask):
         return r, {"upright": r}
 
     def reset_state(self, env_ids, rng):
-        xp = self.xp
         if self.swing_up:
-            noise = 0.01 * rng.normal((2,), dtype=self.dtype)
-            qpos = noise + self.array([0.0, np.pi])
+            qpos = 0.01 * rng.normal((2,), dtype=self.dtype) + self.array([0.0, np.pi])
         else:
             qpos = rng.uniform((2,), self.array([-0.1, -0.034]), self.array([0.1, 0.034]), dtype=self.dtype)
         qvel = 0.01 * rng.normal((self.nv,), dtype=self.dtype)
-        return xp.astype(qpos, self.dtype), qvel
+        return qpos, qvel
 
 
 class CartpoleBalanceSparse(CartpoleBalance):
