@@ -8,6 +8,7 @@ option is written once, in the task's module.
 
 import dataclasses
 import importlib
+import importlib.util
 import math
 import os
 from collections.abc import Mapping
@@ -34,6 +35,39 @@ TASKS = {
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
 }
+
+
+# the DeepMind Control Suite (docs/dmc.md), offered where the dm-control package that ships
+# its models is installed (the dmc extra)
+DMC_TASKS = {
+    "dmc_acrobot_swingup": "unienv.tasks.dmc_acrobot:AcrobotSwingup",
+    "dmc_acrobot_swingup_sparse": "unienv.tasks.dmc_acrobot:AcrobotSwingupSparse",
+    "dmc_ball_in_cup_catch": "unienv.tasks.dmc_ball_in_cup:BallInCupCatch",
+    "dmc_cartpole_balance": "unienv.tasks.dmc_cartpole:CartpoleBalance",
+    "dmc_cartpole_balance_sparse": "unienv.tasks.dmc_cartpole:CartpoleBalanceSparse",
+    "dmc_cartpole_swingup": "unienv.tasks.dmc_cartpole:CartpoleSwingup",
+    "dmc_cartpole_swingup_sparse": "unienv.tasks.dmc_cartpole:CartpoleSwingupSparse",
+    "dmc_cheetah_run": "unienv.tasks.dmc_cheetah:CheetahRun",
+    "dmc_finger_spin": "unienv.tasks.dmc_finger:FingerSpin",
+    "dmc_finger_turn_easy": "unienv.tasks.dmc_finger:FingerTurnEasy",
+    "dmc_finger_turn_hard": "unienv.tasks.dmc_finger:FingerTurnHard",
+    "dmc_fish_swim": "unienv.tasks.dmc_fish:FishSwim",
+    "dmc_hopper_stand": "unienv.tasks.dmc_hopper:HopperStand",
+    "dmc_hopper_hop": "unienv.tasks.dmc_hopper:HopperHop",
+    "dmc_humanoid_stand": "unienv.tasks.dmc_humanoid:HumanoidStand",
+    "dmc_humanoid_walk": "unienv.tasks.dmc_humanoid:HumanoidWalk",
+    "dmc_humanoid_run": "unienv.tasks.dmc_humanoid:HumanoidRun",
+    "dmc_pendulum_swingup": "unienv.tasks.dmc_pendulum:PendulumSwingup",
+    "dmc_point_mass_easy": "unienv.tasks.dmc_point_mass:PointMassEasy",
+    "dmc_reacher_easy": "unienv.tasks.dmc_reacher:ReacherEasy",
+    "dmc_reacher_hard": "unienv.tasks.dmc_reacher:ReacherHard",
+    "dmc_swimmer_swimmer6": "unienv.tasks.dmc_swimmer:SwimmerSwimmer6",
+    "dmc_walker_stand": "unienv.tasks.dmc_walker:WalkerStand",
+    "dmc_walker_walk": "unienv.tasks.dmc_walker:WalkerWalk",
+    "dmc_walker_run": "unienv.tasks.dmc_walker:WalkerRun",
+}
+if importlib.util.find_spec("dm_control") is not None:
+    TASKS |= DMC_TASKS
 
 
 def task_class(name: str):
@@ -146,5 +180,8 @@ def require(task, backend) -> None:
 
 
 def gym_id(name: str) -> str:
-    """The Gymnasium id of a task: "cartpole" -> "unienv/Cartpole-v0"."""
+    """The Gymnasium id of a task: "cartpole" -> "unienv/Cartpole-v0"; a DeepMind Control Suite
+    task "dmc_walker_walk" -> "unienv/DMC-WalkerWalk-v0"."""
+    if name.startswith("dmc_"):
+        return "unienv/DMC-" + "".join(part.capitalize() for part in name[4:].split("_")) + "-v0"
     return "unienv/" + "".join(part.capitalize() for part in name.split("_")) + "-v0"
