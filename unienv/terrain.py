@@ -41,6 +41,7 @@ import numpy as np
 from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends.base import TERRAIN_GROUP
 from unienv.errors import ArgumentError, unknown_name
+from unienv.files import written
 
 TYPES = ("flat", "rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "obstacles")
 STEP_WIDTH = 0.3  # m, the tread of a stair
@@ -222,10 +223,8 @@ class Terrain:
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, f"{os.path.splitext(os.path.basename(scene))[0]}_{digest}.xml")
         if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}"
-            with open(tmp, "w") as f:
+            with written(path) as temporary, open(temporary, "w") as f:
                 f.write(xml)
-            os.replace(tmp, path)
         return path
 
 

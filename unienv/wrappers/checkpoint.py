@@ -47,6 +47,7 @@ import safetensors.torch
 import torch
 
 from unienv.errors import ArgumentError
+from unienv.files import written
 from unienv.tasks import constructor_options
 
 FORMAT = "unienv.policy/2"
@@ -171,9 +172,8 @@ def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: d
         for i, module in enumerate(_flat(actor))
         for name, tensor in module.state_dict().items()
     }
-    temporary = f"{path}.tmp{os.getpid()}"  # then replaced whole: a reader never sees half a file
-    safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
-    os.replace(temporary, path)
+    with written(path) as temporary:  # then replaced whole: a reader never sees half a file
+        safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
     return meta
 
 
