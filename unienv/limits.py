@@ -33,7 +33,9 @@ def check_size(where: str, value: Any, bound: int, low: int = 1, unit: str = "")
     )
     if isinstance(value, bool) or not whole or not low <= value <= bound:
         what = f" of {unit}" if unit else ""
-        raise ArgumentError(f"{where}: expected a whole number{what} in [{low}, {bound}], got {value!r}")
+        huge = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) > 2**64
+        shown = f"about {float(value):.6g}" if huge else repr(value)
+        raise ArgumentError(f"{where}: expected a whole number{what} in [{low}, {bound}], got {shown}")
     return int(value)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
 
 NONFINITE_ACTIONS = ("raise", "zero")
@@ -17,7 +18,7 @@ NONFINITE_ACTIONS = ("raise", "zero")
 # offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
 OUT_OF_BOUNDS_ACTIONS = ("clip", "raise")
 SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
-MAX_EPISODE_STEPS = 2**62  # episode lengths count in int64 on every backend
+MAX_EPISODE_STEPS = limits.MAX_COUNT  # episode lengths count in int64 on every backend
 MAX_RENDER_SIZE = 8192  # pixels per side of an offscreen frame
 
 
@@ -100,6 +101,17 @@ def checked_render_env_ids(render_env_ids: Sequence[int] | None, num_envs: int) 
             f"render_env_ids: expected a non-empty list of int ids in [0, {num_envs}), got {render_env_ids!r}"
         )
     return [int(i) for i in ids]
+
+
+def check_frame_memory(size: tuple[int, int], envs: int) -> None:
+    """A frame per rendered env, RGB, and their tiled copy: refused where it would not fit."""
+    height, width = size
+    limits.check_memory(
+        "render_size",
+        2 * envs * height * width * 3,
+        None,
+        f"{envs} frames of {height} x {width} and their tiling",
+    )
 
 
 def checked_reset_mask(options: Any, num_envs: int) -> torch.Tensor | None:
