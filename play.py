@@ -76,11 +76,11 @@ def main(cfg: DictConfig) -> None:
                     on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
                     frame_every=frame_every,
                 )
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the video so far is closed and kept
-            stats = None
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the video so far is closed and kept
+            stats, status = None, 128 + (signal.SIGTERM if isinstance(stop, _Terminated) else signal.SIGINT)
     if stats is None:
         print(f"stopped{f'; video so far: {path}' if video else ''}", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(status)
     s = stats.summary()
     ran = f"{task} on {backend}: {stats.steps} steps x {cfg.num_envs} envs"
     if s["episodes"]:
@@ -107,12 +107,16 @@ def _video_writer(stack: contextlib.ExitStack, path: str, fps: float):
     return writer
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, as Ctrl-C raises KeyboardInterrupt."""
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
     """While active, SIGTERM (a scheduler's or `kill`'s stop) stops the run as Ctrl-C does."""
 
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:

@@ -88,4 +88,4 @@ def _extreme(x: np.ndarray) -> str:
     flat = x.reshape(-1)
     if np.isnan(flat).any():
         return "nan"
-    return repr(float(flat[np.argmax(np.abs(flat))]))
+    return f"{float(flat[np.argmax(np.abs(flat))]):.6g}"

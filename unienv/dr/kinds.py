@@ -314,6 +314,9 @@ class ActionLatency(Kind):
     name = "action_latency"
     params = ("action_latency",)
     fields = ("param", "range", "schedule")
+    max_delay = 1 << 16
+    """The longest delay, in env steps: the ring keeps hi + 1 actions per env (its memory is
+    checked too, when the env's size is known); no robot's latency is longer."""
 
     @classmethod
     def parse(cls, name: str, where: str, spec: dict) -> Term:
@@ -322,7 +325,7 @@ class ActionLatency(Kind):
             raise ArgumentError(
                 f"{where}.range: expected whole steps [lo, hi] with 0 <= lo, got {spec['range']}"
             )
-        limits.check_size(f"{where}.range", high, limits.MAX_COUNT, low=0, unit="steps")
+        limits.check_size(f"{where}.range", high, cls.max_delay, low=0, unit="steps")
         schedule = read.choice(where, spec, "schedule", ("startup", "reset"), "reset")
         return Term(name, "action_latency", cls.name, schedule=schedule, delay=(int(low), int(high)))
 
