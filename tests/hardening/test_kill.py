@@ -80,3 +80,47 @@ def test_a_write_that_raises_leaves_the_previous_file(tmp_path):
             f.write('{"iteration": ')
         raise RuntimeError("killed midway")
     assert path.read_text() == '{"iteration": 1}' and os.listdir(tmp_path) == ["metrics.json"]
+
+
+def _writers(tmp_path):
+    """(final path, a call that writes it) for each file unienv writes that a user keeps."""
+    import torch
+
+    import unienv
+    from unienv import bench, sweep
+    from unienv.resume import save_checkpoint
+    from unienv.rollout import RolloutStats
+    from unienv.wrappers.checkpoint import save_policy
+
+    stats = RolloutStats(returns=[1.0, 2.0], lengths=[5, 6], terminated=[True, False], steps=6)
+    row = sweep.run_metrics(stats.summary(), {}, job=0, overrides="seed=1")
+    sweep.write_run(row, tmp_path / "sweep" / "0")  # a run to summarize
+    env = unienv.make("cartpole")
+    actor = torch.nn.Sequential(torch.nn.Linear(5, 1))
+    return {
+        "policy file": (
+            tmp_path / "policy.safetensors",
+            lambda p: save_policy(str(p), actor, env, backend="mujoco"),
+        ),
+        "checkpoint": (tmp_path / "model_3.pt", lambda p: save_checkpoint(str(p), {"iteration": 3})),
+        "run metrics": (tmp_path / "run" / "metrics.json", lambda p: sweep.write_run({"job": 0}, p.parent)),
+        "bench rows": (tmp_path / "bench.json", lambda p: bench._write_json(str(p), {}, [], [])),
+        "sweep summary": (tmp_path / "sweep" / "summary.json", lambda p: sweep.summarize(p.parent)),
+    }
+
+
+@pytest.mark.parametrize("name", ["policy file", "checkpoint", "run metrics", "bench rows", "sweep summary"])
+def test_a_writer_killed_before_its_file_is_whole_leaves_the_previous_one(tmp_path, monkeypatch, name):
+    """Each writer goes through unienv.files.written: stopped at the last moment (the content
+    written, not yet moved into place), the previous file is there, unchanged, and no other."""
+    path, write = _writers(tmp_path)[name]
+    write(path)
+    previous, listing = path.read_bytes(), sorted(os.listdir(path.parent))
+
+    def killed(source, target):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("unienv.files.os.replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write(path)
+    assert path.read_bytes() == previous and sorted(os.listdir(path.parent)) == listing

@@ -542,10 +542,11 @@ def _check_representable(backend: SimBackend, task: Any, where: str, t: Term, co
     d = t.distribution
     reach = d.reach()
     low, high = max(d.low, -reach), min(d.high, reach)  # a gaussian's furthest draws
-    base = (
-        torch.as_tensor(backend.info.qpos0, dtype=F64)[cols] if t.field == "qpos" else torch.zeros(len(cols))
-    )
-    ends = torch.stack([operate(t.operation, base.to(F64), torch.tensor(x, dtype=F64)) for x in (low, high)])
+    if t.field == "qpos":
+        base = torch.as_tensor(backend.info.qpos0, dtype=F64)[cols]
+    else:
+        base = torch.zeros(len(cols), dtype=F64)
+    ends = torch.stack([operate(t.operation, base, torch.tensor(x, dtype=F64)) for x in (low, high)])
     obs_dtype = np.dtype(task.single_observation_space.dtype)
     for dtype in (backend.get_capabilities().dtype, obs_dtype if obs_dtype.kind == "f" else None):
         if dtype is not None:
