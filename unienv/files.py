@@ -15,6 +15,7 @@ file beside it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 
@@ -45,7 +46,5 @@ def written(path: str | os.PathLike) -> Iterator[str]:
 
 def write_json(path: str | os.PathLike, data, **dump_options) -> None:
     """data as JSON at path, written whole (see `written`)."""
-    import json
-
     with written(path) as temporary, open(temporary, "w") as f:
         json.dump(data, f, **dump_options)
