@@ -10,8 +10,11 @@ Configuration lives in cfg/ (Hydra); `python play.py --help` lists it. A mistake
 `error:` line; `--debug` (or HYDRA_FULL_ERROR=1) shows the full traceback.
 """
 
+import contextlib
 import math
 import os
+import signal
+import sys
 
 import hydra
 import imageio.v2 as imageio
@@ -21,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 import unienv
 from unienv import cli, sweep
 from unienv.errors import ArgumentError
+from unienv.files import written
 from unienv.render import tile
 from unienv.rollout import make_policy, rollout
 
@@ -57,26 +61,26 @@ def main(cfg: DictConfig) -> None:
         render_size=(cfg.video.height, cfg.video.width),
     )
     policy = make_policy(cfg.policy, env)
-    writer = None
     frame_every = max(1, math.ceil(env.metadata["render_fps"] / cfg.video.fps))
-    if video:
-        path = hydra.utils.to_absolute_path(cfg.video.path)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fps = 1.0 / (env.task.dt * frame_every)  # real time
-        writer = imageio.get_writer(path, fps=fps, codec="libx264", quality=7, macro_block_size=8)
-    try:
-        stats = rollout(
-            env,
-            policy,
-            cfg.steps,
-            seed=cfg.seed,
-            on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
-            frame_every=frame_every,
-        )
-    finally:
-        if writer is not None:
-            writer.close()
-        env.close()
+    path = hydra.utils.to_absolute_path(cfg.video.path) if video else None
+    with contextlib.ExitStack() as stack:  # closed in reverse: the writer, the file, the env
+        stack.callback(env.close)
+        writer = _video_writer(stack, path, fps=1.0 / (env.task.dt * frame_every)) if video else None
+        try:
+            with _sigterm_as_interrupt():
+                stats = rollout(
+                    env,
+                    policy,
+                    cfg.steps,
+                    seed=cfg.seed,
+                    on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
+                    frame_every=frame_every,
+                )
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the video so far is closed and kept
+            stats, status = None, 128 + (signal.SIGTERM if isinstance(stop, _Terminated) else signal.SIGINT)
+    if stats is None:
+        print(f"stopped{f'; video so far: {path}' if video else ''}", file=sys.stderr)
+        sys.exit(status)
     s = stats.summary()
     ran = f"{task} on {backend}: {stats.steps} steps x {cfg.num_envs} envs"
     if s["episodes"]:
@@ -91,6 +95,34 @@ def main(cfg: DictConfig) -> None:
     if sweeping:
         ranges = env.dr.ranges() if env.dr is not None else {}
         print(f"metrics: {sweep.record(s, ranges, task=task, backend=backend, steps=stats.steps)}")
+
+
+def _video_writer(stack: contextlib.ExitStack, path: str, fps: float):
+    """An mp4 writer whose file appears under `path` only once it is closed, whole (unienv.files):
+    a run killed while it records leaves the previous video or none there, never half of one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = stack.enter_context(written(path))
+    writer = imageio.get_writer(temporary, fps=fps, codec="libx264", quality=7, macro_block_size=8)
+    stack.callback(writer.close)
+    return writer
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, as Ctrl-C raises KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While active, SIGTERM (a scheduler's or `kill`'s stop) stops the run as Ctrl-C does."""
+
+    def interrupt(signum, frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

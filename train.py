@@ -38,7 +38,6 @@ the same losses and returns, bit for bit, as the uninterrupted run. Resuming nee
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -55,7 +54,7 @@ cli.require_extra("rsl_rl", extra="rsl-rl")
 from rsl_rl.runners import OnPolicyRunner  # noqa: E402
 
 import unienv  # noqa: E402
-from unienv import plots  # noqa: E402
+from unienv import files, plots  # noqa: E402
 from unienv.errors import ArgumentError  # noqa: E402
 from unienv.resume import env_state, load_checkpoint, load_env_state, save_checkpoint  # noqa: E402
 from unienv.rollout import make_policy, rollout  # noqa: E402
@@ -326,9 +325,7 @@ def _number(x) -> float | None:
 
 def write_json(path: str, data: dict) -> None:
     """data as JSON at path, replaced whole (a reader never sees half a file)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".tmp", path)
+    files.write_json(path, data, indent=1)
 
 
 def process_group() -> tuple[int, int, int]:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
-import json
 import os
 import sys
 import time
@@ -58,6 +57,7 @@ from gymnasium.vector import AutoresetMode
 import unienv
 from unienv import backends, cli
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
+from unienv.files import write_json
 from unienv.tasks import TASKS, option_defaults
 
 
@@ -232,9 +232,7 @@ def _line(r: dict) -> str:
 
 def _write_json(path: str, meta: dict, rows: list[dict], skipped: list[dict]) -> None:
     """The run's rows as JSON, replaced whole (a reader never sees half a file)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump({"meta": meta, "rows": rows, "skipped": skipped}, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write_json(path, {"meta": meta, "rows": rows, "skipped": skipped}, indent=1)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

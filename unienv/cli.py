@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+import yaml
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
@@ -26,7 +27,14 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from unienv.errors import ArgumentError, UnienvError, install_command, unknown_name
 from unienv.tasks import option_defaults
 
-USER_ERRORS = (UnienvError, HydraException, OmegaConfBaseException, ImportError, FileNotFoundError)
+USER_ERRORS = (
+    UnienvError,
+    HydraException,
+    OmegaConfBaseException,
+    ImportError,
+    FileNotFoundError,
+    yaml.YAMLError,
+)
 
 
 def run(main: Callable[[], object]) -> None:
@@ -82,6 +90,12 @@ def message(e: BaseException) -> str:
         return f"{e.override!r} is not a valid override: {e.message.splitlines()[0]}"
     if isinstance(e, ModuleNotFoundError) and not str(e).startswith("backend="):
         return f"the {e.name!r} package is not installed ({e})"
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:  # a config file's YAML
+        mark = e.problem_mark
+        plain = (
+            "; configs are plain YAML: a tag such as !!python is refused" if "tag" in str(e.problem) else ""
+        )
+        return f"{mark.name}, line {mark.line + 1}: {e.problem}{plain}"
     if isinstance(e, FileNotFoundError):
         return f"file not found: {e.filename or e}"
     lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]

@@ -40,13 +40,19 @@ class UnknownNameError(UnienvError, KeyError):
         return str(self.args[0])
 
 
+class UnknownKeywordError(UnknownNameError, TypeError):
+    """A keyword argument that a function does not take (a TypeError, as Python's own), with the
+    closest valid keywords."""
+
+
 def unknown_name(kind: str, name: str, valid: Iterable[str]) -> UnknownNameError:
     """The error for a misspelled `kind` name, with the closest valid names."""
     valid = list(valid)
     close = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     shown = ", ".join(map(repr, valid[:16])) + (", ..." if len(valid) > 16 else "")
-    return UnknownNameError(f"unknown {kind} {name!r}{hint} (valid: {shown})")
+    error = UnknownKeywordError if kind.startswith("keyword") else UnknownNameError
+    return error(f"unknown {kind} {name!r}{hint} (valid: {shown})")
 
 
 def install_command(extra: str) -> str:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from unienv.errors import ArgumentError, install_command
+from unienv.files import written
 from unienv.wrappers.checkpoint import META_KEY, Normalize, load_policy
 
 OPSET = 17
@@ -136,9 +137,8 @@ def export_onnx(policy_path: str, onnx_path: str) -> dict:
         )
     model = to_onnx(policy, meta)
     os.makedirs(os.path.dirname(os.path.abspath(onnx_path)), exist_ok=True)
-    temporary = f"{onnx_path}.tmp{os.getpid()}"
-    onnx.save(model, temporary)
-    os.replace(temporary, onnx_path)
+    with written(onnx_path) as temporary:
+        onnx.save(model, temporary)
     return _metadata({p.key: p.value for p in model.metadata_props}, onnx_path)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from gymnasium.vector import AutoresetMode
 from unienv import backends
 from unienv import dr as domain_randomization
 from unienv.env import SingleEnv, UniEnv
+from unienv.errors import unknown_name
 from unienv.tasks import TASKS, checked_options, gym_id, task_class
 
 
@@ -35,6 +37,7 @@ def make(
     "strong": cfg/dr/<name>.yaml, as Hydra's dr=<name>), a mapping or an OmegaConf
     DictConfig (e.g. Hydra's cfg.dr); see unienv.dr. It is checked before the backend is built.
     """
+    check_keywords(env_options)
     dr_terms = domain_randomization.parse(dr)
     the_task = task_class(task)(**checked_options(task, dict(task_options or {})))
     options = dict(backend_options or {})
@@ -42,7 +45,22 @@ def make(
         randomize = (*options.pop("randomize", ()), *domain_randomization.backend_params(dr_terms))
         options["randomize"] = tuple(dict.fromkeys(randomize))
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **options)
-    return UniEnv(the_task, sim, autoreset_mode=autoreset_mode, dr=dr_terms, seed=seed, **env_options)
+    try:
+        return UniEnv(the_task, sim, autoreset_mode=autoreset_mode, dr=dr_terms, seed=seed, **env_options)
+    except BaseException:  # a refused env option or DR term: the engine built for it is released
+        sim.close()
+        raise
+
+
+def check_keywords(env_options: Mapping[str, Any]) -> None:
+    """Refuse a keyword that neither make nor UniEnv takes, with the closest valid ones."""
+    ours = [p for p in inspect.signature(make).parameters if p not in ("task", "env_options")]
+    theirs = [
+        p for p in inspect.signature(UniEnv.__init__).parameters if p not in ("self", "task", "backend")
+    ]
+    for key in env_options:
+        if key not in theirs:
+            raise unknown_name("keyword argument of unienv.make", key, dict.fromkeys([*ours, *theirs]))
 
 
 def make_vector(task: str, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> UniEnv:

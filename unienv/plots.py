@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from unienv.errors import install_command
+from unienv.files import written
 
 
 def new_figure(path: str, **options: Any):
@@ -76,7 +77,8 @@ def sweep_returns(
         ax.set_ylabel("mean episode return (± std)")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with written(path) as temporary:
+        fig.savefig(temporary, dpi=110)
     return path
 
 
@@ -105,7 +107,8 @@ def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) ->
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with written(path) as temporary:
+        fig.savefig(temporary, dpi=110)
     return path
 
 

@@ -35,6 +35,7 @@ import torch
 
 from unienv.backends import SimBackend
 from unienv.errors import ArgumentError
+from unienv.files import written
 
 FORMAT = "unienv.train/1"
 CHECKPOINT = re.compile(r"model_(\d+)\.pt")
@@ -47,9 +48,8 @@ _SKIP = ("backend", "_renderer", "_graph", *_CLOCKS)
 
 def save_checkpoint(path: str, state: dict) -> None:
     """Write `state` to path atomically (a temporary file beside it, then os.replace)."""
-    temporary = f"{path}.tmp{os.getpid()}"
-    torch.save({"format": FORMAT, **state}, temporary)
-    os.replace(temporary, path)
+    with written(path) as temporary:
+        torch.save({"format": FORMAT, **state}, temporary)
 
 
 def find_checkpoint(path: str) -> str:

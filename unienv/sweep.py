@@ -40,6 +40,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from unienv import plots
+from unienv.files import write_json, written
 
 METRICS = "metrics.json"
 _SHOWN = ("episodes", "return_mean", "return_std", "length_mean", "termination_rate")
@@ -76,8 +77,7 @@ def record(summary: Mapping[str, float], ranges: Mapping[str, tuple[float, float
 def write_run(row: Mapping[str, Any], directory: str | os.PathLike) -> str:
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, METRICS)
-    with open(path, "w") as f:
-        json.dump(row, f, indent=2, allow_nan=True)
+    write_json(path, row, indent=2, allow_nan=True)
     _write_csv(os.path.join(directory, "metrics.csv"), [row])
     return path
 
@@ -97,8 +97,7 @@ def summarize(sweep_dir: str | os.PathLike) -> str:
     rows = collect(sweep_dir)
     if rows:
         _write_csv(os.path.join(sweep_dir, "summary.csv"), rows)
-        with open(os.path.join(sweep_dir, "summary.json"), "w") as f:
-            json.dump(rows, f, indent=2, allow_nan=True)
+        write_json(os.path.join(sweep_dir, "summary.json"), rows, indent=2, allow_nan=True)
         settings = [dict(o.split("=", 1) for o in run if "=" in o) for run in _swept(rows)]
         plots.sweep_returns(settings, rows, os.path.join(sweep_dir, "summary.png"))
     return format_table(rows)
@@ -157,7 +156,7 @@ def _num(x: Any, digits: int = 3) -> str:
 
 def _write_csv(path: str, rows: Sequence[Mapping[str, Any]]) -> None:
     columns = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
+    with written(path) as temporary, open(temporary, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)

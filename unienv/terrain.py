@@ -38,13 +38,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from unienv import limits
 from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends.base import TERRAIN_GROUP
 from unienv.errors import ArgumentError, unknown_name
+from unienv.files import written
 
 TYPES = ("flat", "rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "obstacles")
 STEP_WIDTH = 0.3  # m, the tread of a stair
 SPAWN_CLEARANCE = 0.3  # m around a tile's centre that a spawning robot must clear
+
+
+MAX_HFIELD_SIDE = 1 << 15
+"""The most height samples along a heightfield's side (MuJoCo counts its samples in int32)."""
+HFIELD_BYTES = 40
+"""Bytes a height sample costs while a terrain is built: float64 heights, the tile grid's float64
+coordinates, MuJoCo's float32 copy in the model and the scene file's text of it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +92,16 @@ class TerrainConfig:
             raise ArgumentError(
                 f"resolution: expected a divisor of tile_size {self.tile_size}, got {self.resolution}"
             )
+        rows, columns = len(self.types) * round(n), self.num_levels * round(n)
+        limits.check_size(
+            "resolution: heightfield samples along its longer side (max(len(types), num_levels) x "
+            "tile_size / resolution)",
+            max(rows, columns),
+            MAX_HFIELD_SIDE,
+        )
+        limits.check_memory(
+            "resolution", rows * columns * HFIELD_BYTES, None, f"a {rows} x {columns} heightfield"
+        )
 
     @property
     def samples(self) -> int:
@@ -222,10 +241,8 @@ class Terrain:
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, f"{os.path.splitext(os.path.basename(scene))[0]}_{digest}.xml")
         if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}"
-            with open(tmp, "w") as f:
+            with written(path) as temporary, open(temporary, "w") as f:
                 f.write(xml)
-            os.replace(tmp, path)
         return path
 
 

@@ -118,6 +118,10 @@ def _cases(env):
         "reset seed 2**32": lambda: env.reset(seed=2**32),
         "reset seed float": lambda: env.reset(seed=1.5),
         "reset seed bool": lambda: env.reset(seed=True),
+        "reset mask 'all'": lambda: env.reset(options={"reset_mask": "all"}),
+        "reset mask None": lambda: env.reset(options={"reset_mask": None}),
+        "reset mask sparse": lambda: env.reset(options={"reset_mask": good_mask.to_sparse()}),
+        "reset mask of ints": lambda: env.reset(options={"reset_mask": np.ones(N, np.int64)}),
         # step: actions are checked before DR (latency ring, push timers) or physics move
         "step wrong shape": lambda: env.step(torch.zeros(N, 4)),
         "step transposed": lambda: env.step(torch.zeros(3, N)),
@@ -127,6 +131,9 @@ def _cases(env):
         "step int NumPy actions": lambda: env.step(np.zeros((N, 3), np.int64)),
         "step bool NumPy actions": lambda: env.step(np.ones((N, 3), bool)),
         "step wrong-shape NumPy actions": lambda: env.step(np.zeros((N, 3, 1))),
+        "step sparse actions": lambda: env.step(torch.zeros(N, 3).to_sparse()),
+        "step nested actions": lambda: env.step(torch.nested.nested_tensor([torch.zeros(3)] * N)),
+        "step meta actions": lambda: env.step(torch.zeros(N, 3, device="meta")),
         # backend setters
         "set_state complex env_ids": lambda: b.set_state_tensor(torch.tensor([0j]), qpos[:1], qvel[:1]),
         "set_state float env_ids": lambda: b.set_state_tensor([0.7], qpos[:1], qvel[:1]),

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from unienv import limits
 from unienv.backends.base import DR_TERMS, SimBackend
 from unienv.dr import spec as read
 from unienv.dr.spec import OPERATIONS, SAMPLED, SCHEDULES, Term, operate
@@ -313,6 +314,9 @@ class ActionLatency(Kind):
     name = "action_latency"
     params = ("action_latency",)
     fields = ("param", "range", "schedule")
+    max_delay = 1 << 16
+    """The longest delay, in env steps: the ring keeps hi + 1 actions per env (its memory is
+    checked too, when the env's size is known); no robot's latency is longer."""
 
     @classmethod
     def parse(cls, name: str, where: str, spec: dict) -> Term:
@@ -321,6 +325,7 @@ class ActionLatency(Kind):
             raise ArgumentError(
                 f"{where}.range: expected whole steps [lo, hi] with 0 <= lo, got {spec['range']}"
             )
+        limits.check_size(f"{where}.range", high, cls.max_delay, low=0, unit="steps")
         schedule = read.choice(where, spec, "schedule", ("startup", "reset"), "reset")
         return Term(name, "action_latency", cls.name, schedule=schedule, delay=(int(low), int(high)))
 
@@ -440,6 +445,7 @@ class InitState(Kind):
                 start, width = int(info.joint_dof_adr[j]), {0: 6, 1: 3}.get(joint_type, 1)
             cols += range(start, start + width)
             labels += [joints[j] if width == 1 else f"{joints[j]}:{k}" for k in range(width)]
+        _check_representable(backend, task, where, term, cols)
         sample = torch.zeros(backend.num_envs, len(cols), dtype=F64, device=backend.device)
         return cols, labels, sample  # value: the last sample
 
@@ -527,6 +533,24 @@ def _check_physical(
         raise ArgumentError(
             f"{where}: {what} can give values the {backend.name} backend refuses: {reason}"
         ) from None
+
+
+def _check_representable(backend: SimBackend, task: Any, where: str, t: Term, cols: list[int]) -> None:
+    """Refuse a reset-state range whose extreme values (from the compiled default qpos, or zero
+    velocities) the backend's or the observation's float dtype cannot hold, squared (the
+    engine's first step squares them): every reset would give inf observations."""
+    d = t.distribution
+    reach = d.reach()
+    low, high = max(d.low, -reach), min(d.high, reach)  # a gaussian's furthest draws
+    if t.field == "qpos":
+        base = torch.as_tensor(backend.info.qpos0, dtype=F64)[cols]
+    else:
+        base = torch.zeros(len(cols), dtype=F64)
+    ends = torch.stack([operate(t.operation, base, torch.tensor(x, dtype=F64)) for x in (low, high)])
+    obs_dtype = np.dtype(task.single_observation_space.dtype)
+    for dtype in (backend.get_capabilities().dtype, obs_dtype if obs_dtype.kind == "f" else None):
+        if dtype is not None:
+            limits.check_fits(f"{where}.range ({t.operation} on {t.field})", ends, dtype, squared=True)
 
 
 def _block_columns(where: str, task: Any, blocks: Sequence[str], obs_dim: int) -> tuple[list[int], list[str]]:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from unienv import limits
 from unienv.backends.base import SimBackend
 from unienv.dr.config import backend_params, is_terms, parse, with_roles
 from unienv.dr.kinds import KINDS, Kind
@@ -78,6 +79,14 @@ class DomainRandomization:
         act_dim = int(np.prod(task.single_action_space.shape))
         slots = max((b.history for b in self._bound), default=0)
         # the last `slots` actions, newest at _head (on the device: a captured step advances it)
+        if slots:  # the ring's size comes from a config: bound its memory before allocating it
+            keeper = next(b for b in self._bound if b.history)
+            limits.check_memory(
+                f"dr.{keeper.term.name}.range",
+                slots * n * act_dim * torch.float64.itemsize,
+                dev,
+                f"a ring of the last {slots} actions x {n} envs x {act_dim} float64",
+            )
         self._history = torch.zeros(slots, n, act_dim, dtype=torch.float64, device=dev) if slots else None
         self._head = torch.zeros((), dtype=torch.int64, device=dev)
         self._env_index = torch.arange(n, device=dev)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
 from unienv.random import Sampler
 
@@ -162,6 +163,7 @@ def interval(where: str, spec: dict, schedule: str) -> tuple[int, int] | None:
     lo, hi = pair(where, "interval", spec["interval"])
     if lo != int(lo) or hi != int(hi) or lo < 1:
         raise ArgumentError(f"{where}.interval: expected whole env steps >= 1, got {spec['interval']}")
+    limits.check_size(f"{where}.interval", hi, limits.MAX_COUNT, unit="env steps")  # int64 timers
     return int(lo), int(hi)
 
 

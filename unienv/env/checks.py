@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
 
 NONFINITE_ACTIONS = ("raise", "zero")
@@ -17,7 +18,7 @@ NONFINITE_ACTIONS = ("raise", "zero")
 # offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
 OUT_OF_BOUNDS_ACTIONS = ("clip", "raise")
 SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
-MAX_EPISODE_STEPS = 2**62  # episode lengths count in int64 on every backend
+MAX_EPISODE_STEPS = limits.MAX_COUNT  # episode lengths count in int64 on every backend
 MAX_RENDER_SIZE = 8192  # pixels per side of an offscreen frame
 
 
@@ -102,6 +103,17 @@ def checked_render_env_ids(render_env_ids: Sequence[int] | None, num_envs: int) 
     return [int(i) for i in ids]
 
 
+def check_frame_memory(size: tuple[int, int], envs: int) -> None:
+    """A frame per rendered env, RGB, and their tiled copy: refused where it would not fit."""
+    height, width = size
+    limits.check_memory(
+        "render_size",
+        2 * envs * height * width * 3,
+        None,
+        f"{envs} frames of {height} x {width} and their tiling",
+    )
+
+
 def checked_reset_mask(options: Any, num_envs: int) -> torch.Tensor | None:
     """options["reset_mask"] as a bool tensor (num_envs,), or None for every env."""
     if options is None:
@@ -114,13 +126,34 @@ def checked_reset_mask(options: Any, num_envs: int) -> torch.Tensor | None:
     if "reset_mask" not in options:
         return None
     given = options["reset_mask"]
-    mask = given if isinstance(given, torch.Tensor) else torch.as_tensor(np.asarray(given))
-    if mask.dtype != torch.bool or mask.shape != (num_envs,):
+    if isinstance(given, torch.Tensor):
+        check_plain_tensor("options['reset_mask']", given)
+        dtype, shape = given.dtype, tuple(given.shape)
+    else:  # a list or an array; anything else ("all", None) is an array of another dtype
+        array = np.asarray(given, dtype=object if isinstance(given, (str, bytes)) else None)
+        dtype, shape = array.dtype, array.shape
+    if dtype not in (torch.bool, np.dtype(bool)) or shape != (num_envs,):
         raise ArgumentError(
             f"options['reset_mask']: expected a bool array of shape ({num_envs},), "
-            f"got {type(given).__name__} of {mask.dtype} {tuple(mask.shape)}"
+            f"got {type(given).__name__} of {dtype} {shape}"
         )
-    return mask
+    return given if isinstance(given, torch.Tensor) else torch.as_tensor(array)
+
+
+def check_plain_tensor(name: str, x: torch.Tensor) -> None:
+    """A dense tensor with data: not sparse, nested or on the meta device (none of which an
+    engine can read)."""
+    kind = (
+        "a nested tensor"
+        if x.is_nested
+        else f"a {x.layout} tensor"
+        if x.layout != torch.strided
+        else "a tensor on the meta device (it has no data)"
+        if x.device.type == "meta"
+        else None
+    )
+    if kind is not None:
+        raise ArgumentError(f"{name}: expected a dense tensor, got {kind}")
 
 
 def checked_action_input(actions: Any, shape: tuple[int, int]) -> None:
@@ -133,6 +166,7 @@ def checked_action_input(actions: Any, shape: tuple[int, int]) -> None:
         return
     if not isinstance(actions, torch.Tensor):
         raise ArgumentError(f"actions: expected a tensor or array {shape}, got {type(actions).__name__}")
+    check_plain_tensor("actions", actions)
     if actions.shape != shape:
         raise ArgumentError(f"actions: expected shape {shape}, got {tuple(actions.shape)}")
     if not actions.dtype.is_floating_point:

@@ -61,6 +61,7 @@ from unienv.arrays import to_numpy
 from unienv.backends import SimBackend
 from unienv.dr import DomainRandomization
 from unienv.env.checks import (
+    check_frame_memory,
     check_options,
     checked_autoreset_mode,
     checked_max_episode_steps,
@@ -109,6 +110,8 @@ class UniEnv(VectorEnv):
         check_options(render_mode, cuda_graph, nonfinite_actions, out_of_bounds_actions)
         render_size = checked_render_size(render_size)
         self.render_env_ids = checked_render_env_ids(render_env_ids, backend.num_envs)
+        if render_mode is not None:
+            check_frame_memory(render_size, len(self.render_env_ids))
         if abs(backend.dt - task.sim_dt) > 1e-12:
             raise ArgumentError(f"backend: its sim_dt {backend.dt} differs from the task's {task.sim_dt}")
 

@@ -37,6 +37,7 @@ play runs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from typing import Any
@@ -46,7 +47,9 @@ import safetensors
 import safetensors.torch
 import torch
 
+from unienv import limits
 from unienv.errors import ArgumentError
+from unienv.files import written
 from unienv.tasks import constructor_options
 
 FORMAT = "unienv.policy/2"
@@ -171,41 +174,115 @@ def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: d
         for i, module in enumerate(_flat(actor))
         for name, tensor in module.state_dict().items()
     }
-    temporary = f"{path}.tmp{os.getpid()}"  # then replaced whole: a reader never sees half a file
-    safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
-    os.replace(temporary, path)
+    with written(path) as temporary:  # then replaced whole: a reader never sees half a file
+        safetensors.torch.save_file(weights, temporary, metadata={META_KEY: json.dumps(meta)})
     return meta
 
 
 def load_policy(path: str, device: str | torch.device = "cpu") -> tuple[torch.nn.Module, dict]:
     """(module on `device`, metadata) from a file written by save_policy; any other file is
-    refused with an ArgumentError that says why (nothing in it is unpickled or run)."""
+    refused with an ArgumentError that says why (nothing in it is unpickled or run).
+
+    The header is checked against the file's tensors (names, shapes, dtype) before any tensor is
+    read or any layer allocated, so a small file cannot describe a network that fills memory;
+    the weights must then be finite, and a normalizer's std positive."""
     if not os.path.isfile(path):
         raise ArgumentError(f"policy: file not found: {path!r}")
     try:
         with safetensors.safe_open(path, framework="pt") as f:
             header = f.metadata() or {}
-            weights = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 (not a dict)
+            stored = {
+                name: (f.get_slice(name).get_dtype(), tuple(f.get_slice(name).get_shape()))
+                for name in f.keys()  # noqa: SIM118 (not a dict)
+            }
     except Exception as e:  # safetensors' errors: not a safetensors file, or a damaged one
         raise ArgumentError(f"policy: {path} is not a unienv policy file: {_kind(path, e)}") from None
-    if META_KEY not in header:
-        raise ArgumentError(f"policy: {path} is a safetensors file without unienv's metadata ('{META_KEY}')")
-    meta = json.loads(header[META_KEY])
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        given = meta.get("format") if isinstance(meta, dict) else meta
-        raise ArgumentError(f"policy: {path} has format {given!r}, expected {FORMAT!r}")
+    meta = _parsed_meta(header, path)
     try:
-        network = build(meta.get("network"))
+        with torch.device("meta"):  # the layers' tensors as shapes only: nothing is allocated
+            network = build(meta.get("network"))
     except ArgumentError as e:
         raise ArgumentError(f"policy: {path}: {e}") from None
+    _check_layout_keys(meta, path)
+    _check_ends(network, meta, path)
+    _check_stored(network, stored, path)
+    with safetensors.safe_open(path, framework="pt") as f:
+        weights = {name: f.get_tensor(name) for name in stored}
+    _check_values(weights, path)
     try:
-        _check_ends(network, meta, path)
         low = torch.as_tensor(np.asarray(meta["action"]["low"], dtype=np.float32))
         high = torch.as_tensor(np.asarray(meta["action"]["high"], dtype=np.float32))
+        network = network.to_empty(device="cpu")
         network.load_state_dict(weights, strict=True)
     except (KeyError, TypeError, ValueError, RuntimeError) as e:
         raise ArgumentError(f"policy: {path}: its metadata or weights are malformed: {e}") from None
     return _ClippedPolicy(network, low, high).to(device).eval(), meta
+
+
+MAX_DIM = 1 << 20
+"""The largest size of one observation or action dimension a policy file may declare."""
+
+
+def _parsed_meta(header: dict, path: str) -> dict:
+    """unienv's metadata from a safetensors header: JSON, of this format."""
+    if META_KEY not in header:
+        raise ArgumentError(f"policy: {path} is a safetensors file without unienv's metadata ('{META_KEY}')")
+    try:
+        meta = json.loads(header[META_KEY])
+    except ValueError as e:
+        raise ArgumentError(f"policy: {path}: its '{META_KEY}' metadata is not JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        given = meta.get("format") if isinstance(meta, dict) else meta
+        raise ArgumentError(f"policy: {path} has format {given!r}, expected {FORMAT!r}")
+    return meta
+
+
+def _check_layout_keys(meta: dict, path: str) -> None:
+    """Every key of the metadata that the loader and the layout check read, of the right type."""
+    expected = {"task": str, "task_options": dict, "observation": dict, "action": dict}
+    for key, kind in expected.items():
+        if not isinstance(meta.get(key), kind):
+            given = "nothing" if key not in meta else f"{meta[key]!r}"
+            raise ArgumentError(f"policy: {path}: metadata '{key}': expected a {kind.__name__}, got {given}")
+    for part in ("observation", "action"):
+        shape = meta[part].get("shape")
+        if not isinstance(shape, list) or not isinstance(meta[part].get("dtype"), str):
+            raise ArgumentError(
+                f"policy: {path}: metadata '{part}': expected a shape (a list) and a dtype name, got {meta[part]!r}"
+            )
+        for size in shape:
+            limits.check_size(f"policy: {path}: metadata '{part}.shape'", size, MAX_DIM)
+
+
+def _check_stored(network: torch.nn.Sequential, stored: dict[str, tuple[str, tuple]], path: str) -> None:
+    """The file's tensors are exactly the network's, float32, of its shapes; and fit in memory."""
+    wanted = {name: tuple(t.shape) for name, t in network.state_dict().items()}
+    missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
+    if missing or extra:
+        raise ArgumentError(
+            f"policy: {path}: its network {[layer['type'] for layer in describe(network)]} has tensors "
+            f"{sorted(wanted)}, the file {sorted(stored)} (missing {missing}, unexpected {extra})"
+        )
+    for name, shape in wanted.items():
+        dtype, given = stored[name]
+        if dtype != "F32" or given != shape:
+            raise ArgumentError(
+                f"policy: {path}: tensor {name!r}: expected float32 of shape {list(shape)}, "
+                f"got {dtype} of shape {list(given)}"
+            )
+    nbytes = sum(4 * math.prod(shape) for shape in wanted.values())
+    limits.check_memory(f"policy: {path}", nbytes, "cpu", "its network's weights")
+
+
+def _check_values(weights: dict[str, torch.Tensor], path: str) -> None:
+    """Finite weights, and a positive std in every normalizer (else its output is inf or NaN)."""
+    for name, tensor in weights.items():
+        if not torch.isfinite(tensor).all():
+            raise ArgumentError(f"policy: {path}: tensor {name!r} holds NaN or inf")
+        if name.endswith(".std") and not (tensor > 0).all():
+            raise ArgumentError(
+                f"policy: {path}: tensor {name!r}: a normalizer's std must be > 0, got {tensor.min().item()}"
+            )
 
 
 def _check_ends(network: torch.nn.Sequential, meta: dict, path: str) -> None:
@@ -233,8 +310,14 @@ def _kind(path: str, error: Exception) -> str:
             )
         return "it is a zip archive (torch.save, TorchScript or torch.export?), whose loading can run code"
     with open(path, "rb") as f:
-        start = f.read(2)
-    if start[:1] == b"\x80":
+        start = f.read(9)
+    header_length = int.from_bytes(start[:8], "little")
+    if start[8:9] == b"{":  # a JSON header after its 8-byte length: safetensors, whose header is damaged
+        return (
+            f"it is a safetensors file whose header is damaged (its length field says {header_length} "
+            f"bytes of the file's {os.path.getsize(path) - 8}) ({error})"
+        )
+    if start[:1] == b"\x80" and start[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO 2-5
         return "it is a pickle, whose loading can run code"
     return f"expected a safetensors file written by unienv.wrappers.checkpoint.save_policy ({error})"
 
