@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from unienv.backends.base import _available_ram, _bytes
+from unienv.backends.system import available_ram, readable_bytes
 from unienv.errors import ArgumentError
 
 MAX_COUNT = 2**62
@@ -44,7 +44,7 @@ def available(device: Any = None) -> tuple[int, str]:
     dev = torch.device("cpu" if device is None else device)
     if dev.type == "cuda" and torch.cuda.is_available():
         return torch.cuda.mem_get_info(dev)[0], f"free on {dev}"
-    return _available_ram(), "of available RAM"
+    return available_ram(), "of available RAM"
 
 
 def check_memory(where: str, nbytes: int, device: Any = None, what: str = "") -> None:
@@ -53,7 +53,9 @@ def check_memory(where: str, nbytes: int, device: Any = None, what: str = "") ->
     have, there = available(device)
     if nbytes > have:
         held = f" for {what}" if what else ""
-        raise ArgumentError(f"{where}: needs {_bytes(nbytes)}{held}, more than the {_bytes(have)} {there}")
+        raise ArgumentError(
+            f"{where}: needs {readable_bytes(nbytes)}{held}, more than the {readable_bytes(have)} {there}"
+        )
 
 
 def check_fits(where: str, values: Any, dtype: torch.dtype | np.dtype, squared: bool = False) -> None:

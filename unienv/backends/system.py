@@ -51,17 +51,17 @@ def check_memory(scene: str | os.PathLike, num_envs: int, sim_dt: float, device:
     if dev.type == "cuda" and torch.cuda.is_available():
         have, where = torch.cuda.mem_get_info(dev)[0], f"free on {dev}"
     else:
-        have, where = _available_ram(), "of available RAM"
+        have, where = available_ram(), "of available RAM"
     if need > have:
         per_env = need / num_envs
         raise ArgumentError(
             f"num_envs: {num_envs} envs of {os.path.basename(os.fspath(scene))} need at least "
-            f"{_bytes(need)} ({_bytes(per_env)} each), more than the {_bytes(have)} {where}; "
+            f"{readable_bytes(need)} ({readable_bytes(per_env)} each), more than the {readable_bytes(have)} {where}; "
             f"expected at most about {int(have // per_env)}"
         )
 
 
-def _available_ram() -> int:
+def available_ram() -> int:
     """Bytes the kernel can hand out now without swapping (MemAvailable; free pages elsewhere)."""
     try:
         with open("/proc/meminfo") as f:
@@ -70,7 +70,7 @@ def _available_ram() -> int:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def _bytes(n: float) -> str:
+def readable_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.1f} {unit}"

@@ -12,13 +12,13 @@ from gymnasium.vector import AutoresetMode
 
 from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
+from unienv.limits import MAX_COUNT
 
 NONFINITE_ACTIONS = ("raise", "zero")
 # actions outside the action space: "clip" (default) or "raise"; Gymnasium's pass-through is not
 # offered, since it turns a large finite action into an infinite reward (ant: ctrl cost of 1e200**2)
 OUT_OF_BOUNDS_ACTIONS = ("clip", "raise")
 SEED_RANGE = (0, 2**32)  # seeds are ints in [0, 2**32), as NumPy's legacy seeding takes
-MAX_EPISODE_STEPS = limits.MAX_COUNT  # episode lengths count in int64 on every backend
 MAX_RENDER_SIZE = 8192  # pixels per side of an offscreen frame
 
 
@@ -48,7 +48,7 @@ def checked_max_episode_steps(steps: Any, task: Any) -> int:
         where += f" (the task's episode_length_s={task.episode_length_s} / dt={task.dt})"
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ArgumentError(f"{where}: expected a positive int, got {steps!r}")
-    if steps > MAX_EPISODE_STEPS:
+    if steps > MAX_COUNT:  # episode lengths count in int64 on every backend
         raise ArgumentError(f"{where}: expected at most 2**62 (episode lengths count in int64), got {steps}")
     return int(steps)
 
