@@ -49,3 +49,24 @@ def test_replay_needs_same_step_autoreset():
     with pytest.raises(ArgumentError, match="same-step autoreset"):
         Replay(env, torch.zeros(2, 1), 4)
     env.close()
+
+
+def test_peers_bench_times_unienv_beside_gymnasium_at_one_env_and_at_n():
+    from unienv import bench
+
+    rows = bench.main(
+        ["--peers", "--task", "reacher", "--num-envs", "1", "3", "--seconds", "0.01", "--rounds", "2"]
+    )
+    one, many = rows
+    assert (one["task"], one["num_envs"], many["num_envs"]) == ("reacher", 1, 3)
+    for key in ("single_time_ratio", "vector_time_ratio"):
+        assert 0 < one[key]["min"] <= one[key]["median"]
+    assert one["gymnasium_us"] > 0 and many["unienv_sps"] > 0
+    assert 0 < many["unienv_over_sync"]["min"] <= many["unienv_over_sync"]["median"]
+
+
+def test_peers_bench_refuses_another_backend():
+    from unienv import bench
+
+    with pytest.raises(SystemExit):
+        bench.main(["--peers", "--backend", "mjwarp"])
