@@ -156,7 +156,7 @@ class SimBackend(Randomization, Features, abc.ABC):
         return self.info.names[kind]
 
     def find(self, kind: str, names: str | Sequence[str]) -> np.ndarray:
-        """int64 ids of the named objects (read-only); a misspelled name lists close matches."""
+        """int64 ids of the named objects; a misspelled name lists close matches."""
         valid = self.names(kind)
         single = isinstance(names, str)
         ids = []
@@ -164,9 +164,7 @@ class SimBackend(Randomization, Features, abc.ABC):
             if n not in valid:
                 raise unknown_name(kind, n, valid)
             ids.append(valid.index(n))
-        ids = np.asarray(ids, dtype=np.int64)
-        ids.flags.writeable = False  # so that the hot path checks them once (`_object_ids`)
-        return ids
+        return np.asarray(ids, dtype=np.int64)
 
     def joint_qpos_slice(self, joint: str) -> slice:
         """The qpos columns of a joint."""

@@ -195,15 +195,7 @@ class Features(abc.ABC):
         return self._inputs.write_masked(mask, bad, lambda rows: self._set_mocap_mask(rows, pos, quat))
 
     def _object_ids(self, ids: Any, kind: str) -> np.ndarray:
-        """Checked ids; `find`'s own (read-only arrays that own their memory, so nothing can
-        change them) are checked on their first use only, since a task reads with them every step."""
-        known = self.__dict__.setdefault("_known_ids", {})
-        if known.get((kind, id(ids))) is ids and not ids.flags.writeable:
-            return ids
-        checked = checks.checked_object_ids(ids, kind, len(self.info.names[kind]))
-        if checked is ids and ids.base is None and not ids.flags.writeable:
-            known[kind, id(ids)] = ids  # held, so that its id is not another array's
-        return checked
+        return checks.checked_object_ids(ids, kind, len(self.info.names[kind]))
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         raise CapabilityError(f"the {self.name} backend does not support body_views")
