@@ -1,7 +1,8 @@
 """MkDocs hooks (mkdocs.yml `hooks:`): parts of pages generated from the code and from data, so
 that they cannot drift from it.
 
-- `<!-- perf-tables -->` becomes the benchmark tables of docs/bench/*.json (scripts/perf_table.py).
+- `<!-- perf-tables -->` becomes the benchmark tables of docs/bench/*.json (scripts/perf_table.py),
+  `<!-- peers-tables -->` those of docs/bench/peers/*.json (`python -m unienv.bench --peers`).
 - `<!-- task: NAME -->` becomes the reference of task NAME: its Gymnasium id, spaces, the
   backend features it requires, its constructor options with their defaults (what `task.<option>=`
   sets on the command line), and its module docstring (reward terms, termination, parity).
@@ -52,4 +53,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if "<!-- perf-tables -->" in markdown:
         runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", "*.json")))
         markdown = markdown.replace("<!-- perf-tables -->", perf_table.render(runs))
+    if "<!-- peers-tables -->" in markdown:
+        runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", "peers", "*.json")))
+        markdown = markdown.replace("<!-- peers-tables -->", perf_table.render_peers(runs))
     return TASK.sub(lambda m: task_reference(m.group(1)), markdown)

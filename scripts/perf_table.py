@@ -1,6 +1,7 @@
 """Render benchmark runs (the JSON of `python -m unienv.bench --json PATH`) as Markdown tables.
 
     python scripts/perf_table.py docs/bench/*.json      # prints the tables
+    python scripts/perf_table.py docs/bench/peers/*.json   # unienv beside Gymnasium and EnvPool
 
 One table per machine: the runs whose `meta.machine` (or, where absent, CPU threads and GPU)
 agree are one machine's, and each table gives the command and date that produced them.
@@ -93,7 +94,55 @@ def render(paths: Iterable[str]) -> str:
     return "\n".join(out)
 
 
+def _pair(summary: dict | None) -> str:
+    return "-" if summary is None else f"{summary['min']:.2f} / {summary['median']:.2f}"
+
+
+def render_peers(paths: Iterable[str]) -> str:
+    """Each run of `python -m unienv.bench --peers --json PATH` as two tables: at one env, each
+    loop's step time over Gymnasium v5's; at N envs, unienv's env-steps/s over each peer's
+    (min / median over the run's rounds)."""
+    out = []
+    for run in load(paths):
+        meta, rows = run["meta"], run["rows"]
+        one = [r for r in rows if r["num_envs"] == 1]
+        many = [r for r in rows if r["num_envs"] > 1]
+        out += [
+            f"### {_machine(meta)}, {meta['date']}",
+            "",
+            f"`{meta.get('command', 'python -m unienv.bench --peers')}`, torch {meta['torch']} on "
+            f"{meta['torch_threads']} thread(s); min / median of {meta['rounds']} rounds.",
+            "",
+        ]
+        if one:
+            out += [
+                "| task (1 env) | Gymnasium v5 µs | single / v5 (time) | unienv.make(num_envs=1) / v5 "
+                "| EnvPool / v5 |",
+                "|---|---|---|---|---|",
+            ]
+            out += [
+                f"| {r['task']} | {r['gymnasium_us']:.1f} | {_pair(r['single_time_ratio'])} "
+                f"| {_pair(r['vector_time_ratio'])} | {_pair(r.get('envpool_time_ratio'))} |"
+                for r in one
+            ]
+            out.append("")
+        if many:
+            out += [
+                "| task | num_envs | unienv env-steps/s | unienv / SyncVectorEnv | unienv / EnvPool "
+                "| raw mujoco.batch / EnvPool |",
+                "|---|---|---|---|---|---|",
+            ]
+            out += [
+                f"| {r['task']} | {r['num_envs']} | {r['unienv_sps']:,.0f} | {_pair(r['unienv_over_sync'])} "
+                f"| {_pair(r.get('unienv_over_envpool'))} | {_pair(r.get('raw_over_envpool'))} |"
+                for r in many
+            ]
+            out.append("")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: python scripts/perf_table.py RUN.json [RUN.json ...]")
-    print(render(sys.argv[1:]))
+    peers = [p for p in sys.argv[1:] if load([p])[0]["meta"].get("peers")]
+    print(render([p for p in sys.argv[1:] if p not in peers]) + render_peers(peers))

@@ -2,6 +2,8 @@
 transitions (`unienv.bench.Replay`) through a fresh backend, or through the raw MuJoCo loop,
 reproduces the env's states."""
 
+import os
+
 import pytest
 import torch
 
@@ -49,3 +51,32 @@ def test_replay_needs_same_step_autoreset():
     with pytest.raises(ArgumentError, match="same-step autoreset"):
         Replay(env, torch.zeros(2, 1), 4)
     env.close()
+
+
+def test_peers_bench_times_unienv_beside_gymnasium_at_one_env_and_at_n(tmp_path):
+    """Its rows, and the performance page's tables rendered from its JSON."""
+    import sys
+
+    from unienv import bench
+
+    path = str(tmp_path / "peers.json")
+    argv = ["--peers", "--task", "reacher", "--num-envs", "1", "3", "--seconds", "0.01", "--rounds", "2"]
+    rows = bench.main([*argv, "--json", path])
+    one, many = rows
+    assert (one["task"], one["num_envs"], many["num_envs"]) == ("reacher", 1, 3)
+    for key in ("single_time_ratio", "vector_time_ratio"):
+        assert 0 < one[key]["min"] <= one[key]["median"]
+    assert one["gymnasium_us"] > 0 and many["unienv_sps"] > 0
+    assert 0 < many["unienv_over_sync"]["min"] <= many["unienv_over_sync"]["median"]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts"))
+    import perf_table
+
+    text = perf_table.render_peers([path])
+    assert "| reacher | 3 |" in text and "unienv / SyncVectorEnv" in text and "single / v5" in text
+
+
+def test_peers_bench_refuses_another_backend():
+    from unienv import bench
+
+    with pytest.raises(SystemExit):
+        bench.main(["--peers", "--backend", "mjwarp"])

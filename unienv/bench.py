@@ -4,6 +4,7 @@
     python -m unienv.bench --task cartpole ant --backend mjwarp --num-envs 4096 16384
     python -m unienv.bench --task all --backend genesis   # every task the backend runs
     python -m unienv.bench --backend mjwarp --device cuda --json bench.json   # rows as JSON too
+    python -m unienv.bench --peers   # beside Gymnasium and EnvPool on the v5 tasks (bench_peers)
 
 For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
@@ -55,7 +56,8 @@ import yaml
 from gymnasium.vector import AutoresetMode
 
 import unienv
-from unienv import backends, cli
+from unienv import backends, bench_peers, cli
+from unienv.bench_peers import PEER_TASKS
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.files import write_json
 from unienv.tasks import TASKS, option_defaults
@@ -238,13 +240,25 @@ def _write_json(path: str, meta: dict, rows: list[dict], skipped: list[dict]) ->
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(prog="python -m unienv.bench", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--task", nargs="+", default=["ant"], help="task names, or `all` (every task the backend runs)"
+        "--task",
+        nargs="+",
+        default=None,
+        help="task names, or `all` (every task the backend runs); default ant, with --peers all 8 v5 tasks",
+    )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="time unienv beside Gymnasium v5 and EnvPool (mujoco backend; unienv.bench_peers)",
     )
     parser.add_argument("--backend", default="mujoco", choices=sorted(backends.BACKENDS))
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 64, 256, 1024])
+    parser.add_argument(
+        "--num-envs", type=int, nargs="+", default=None, help="default 1 64 256 1024; with --peers 1 256"
+    )
     parser.add_argument("--device", default=None)
-    parser.add_argument("--seconds", type=float, default=1.0, help="per loop per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="per loop per round (default 1; with --peers 0.3)"
+    )
+    parser.add_argument("--rounds", type=int, default=None, help="default 3; with --peers 10")
     parser.add_argument(
         "--torch-threads",
         type=int,
@@ -261,10 +275,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     parser.add_argument("--json", metavar="PATH", help="also write every row to PATH as JSON")
     args = parser.parse_args(argv)
-    tasks = list(TASKS) if args.task == ["all"] else args.task
+    everything = list(PEER_TASKS) if args.peers else list(TASKS)
+    if args.task in (None, ["all"]):
+        tasks = everything if args.peers or args.task else ["ant"]
+    else:
+        tasks = args.task
     for task in tasks:
-        if task not in TASKS:  # one line with "did you mean", as the other commands say it
-            raise unknown_name("--task", task, ["all", *TASKS])
+        if task not in everything:  # one line with "did you mean", as the other commands say it
+            raise unknown_name("--task", task, ["all", *everything])
+    defaults = ([1, 256], 0.3, 10) if args.peers else ([1, 64, 256, 1024], 1.0, 3)
+    args.num_envs = args.num_envs or defaults[0]
+    args.seconds = args.seconds if args.seconds is not None else defaults[1]
+    args.rounds = args.rounds or defaults[2]
+    if args.peers and (args.backend != "mujoco" or args.task_option):
+        parser.error("--peers: compares the mujoco backend with default task options")
     task_options = {}
     for option in args.task_option:
         key, sep, value = option.partition("=")
@@ -295,6 +319,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         f"{args.backend}: {meta['cpu_threads']} CPU threads{f', {card}' if card else ''}, "
         f"torch {torch.__version__} on {meta['torch_threads']} thread(s)"
     )
+    if args.peers:
+        meta["peers"] = True
+        emit = (lambda rows: _write_json(args.json, meta, rows, [])) if args.json else (lambda rows: None)
+        return bench_peers.run(tasks, args.num_envs, args.seconds, args.rounds, emit)
     rows, skipped = [], []
     for task in tasks:
         options = {k: v for k, v in task_options.items() if k in takes[task]}

@@ -17,7 +17,10 @@ Jacobians, `get_mj_field`) describes the state the backend holds, as after
 what raw `mujoco.batch` pays: its steps run MuJoCo's steps alone. Each reader
 names the stage it needs: body views and Jacobians the position and velocity
 stages (`mjSTAGE_VEL`), sensors and `get_mj_field` the whole `mj_forward`
-(`mjSTAGE_ACC`). The first derived read after a plain step computes that stage
+(`mjSTAGE_ACC`), with sensors only for sensors, contact forces and the field
+`cfrc_ext` (which the hidden sensor makes MuJoCo compute): a task that reads other
+fields (site positions, `qfrc_constraint`) gets its `mj_forward` inside the step's own
+batch call, sensors off. The first derived read after a plain step computes that stage
 over all envs; and once derived quantities are read between two steps, the next
 step computes the highest stage read inside the same batch call, which saves
 a second pass over the envs but not the stages' own cost: the next step's first
@@ -92,6 +95,9 @@ from unienv.errors import ArgumentError
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
 _VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
+# the whole mj_forward with sensors on (cfrc_ext too, which the hidden sensor makes MuJoCo
+# compute); _ACC alone is mj_forward with sensors off, all that MuJoCo fields but cfrc_ext need
+_SENSED = _ACC + 1
 _SENSORS_OFF = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
 _HIDDEN_SENSOR = "_unienv_cfrc"
 # warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc (adjacent codes)
@@ -187,9 +193,11 @@ class MujocoBackend(SimBackend):
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = _NONE  # the stage up to which derived outputs describe every env's state
         self._stale = np.zeros(self.num_envs, dtype=bool)  # rows whose state was set since they were
+        self._any_stale = False  # whether _stale has a row: a bool, which a step reads for free
         self._wanted = _NONE  # the highest stage read since the last step: the next one computes it
         self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
         self._unstable = self._unstable_counts()
+        self._unstable_total = int(self._unstable.sum())  # of _unstable, or None after a state write
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
@@ -202,6 +210,7 @@ class MujocoBackend(SimBackend):
         self._reset_by_row = plain and sum(b.bind(f)[0].size for f in fields) == b.nstate
         # substeps run without sensors where no reader sees them, unless sensors keep a history
         self._disableflags = b.expand("opt.disableflags") if m.nhistory == 0 and m.npluginstate == 0 else None
+        self._sensors_on: bool | None = None  # as the flags were last written (None: not yet)
         self._contacts_read = False  # from the first contact-force read on, steps compute cfrc_ext
         self._user_sensors = m.nsensor > 1  # the scene's own, besides the hidden one
 
@@ -221,11 +230,14 @@ class MujocoBackend(SimBackend):
         # last substep with sensors on, measured at the same states); else in the last substep
         # once contact forces are read
         if self._disableflags is None:
-            self._batch.step(nstep=nsteps, stage=stage)
-        elif stage == _ACC:
+            self._batch.step(nstep=nsteps, stage=min(stage, _ACC))
+        elif stage == _SENSED:
             self._sensors(False)
             self._batch.step(nstep=nsteps)
-            self._forward(stage=_ACC)
+            self._forward(stage=_SENSED)
+        elif stage == _ACC:  # MuJoCo fields without sensors: mj_forward in the same batch call
+            self._sensors(False)
+            self._batch.step(nstep=nsteps, stage=_ACC)
         elif self._contacts_read and not self._user_sensors:
             # the hidden sensor alone costs less in every substep than a second batch call and
             # two flag writes (quadruped: 10 us less at 1 env, the same at 256 envs)
@@ -240,7 +252,9 @@ class MujocoBackend(SimBackend):
                 self._sensors(True)
                 self._batch.step(nstep=1, stage=stage)
         self._fresh, self._wanted = stage, _NONE
-        self._stale[:] = False
+        if self._any_stale:
+            self._stale[:] = False
+            self._any_stale = False
         self._pushed = self._wrench_pending  # the last substep's cfrc_ext includes the wrench
         if self._wrench_pending:
             self._xfrc[:] = 0.0
@@ -250,15 +264,17 @@ class MujocoBackend(SimBackend):
         """Sensors on or off in the batch's next calls (set only when that changes: a write
         to the per-simulation flags costs a microsecond)."""
         flags = self._disableflags
-        if flags is not None and on == bool(flags[0] & _SENSORS_OFF):
+        if flags is not None and on is not self._sensors_on:
             flags[:] = self.model.opt.disableflags | (0 if on else _SENSORS_OFF)
+            self._sensors_on = on
 
-    def _forward(self, rows: np.ndarray | None = None, stage: int = _ACC) -> None:
-        """The forward stages up to `stage` for those rows (or all), sensors included."""
-        self._sensors(True)
-        self._batch.forward(rows, stage=stage)
+    def _forward(self, rows: np.ndarray | None = None, stage: int = _SENSED) -> None:
+        """The forward stages up to `stage` for those rows (or all), sensors included but at
+        _ACC (the fields without sensors)."""
+        self._sensors(stage != _ACC)
+        self._batch.forward(rows, stage=min(stage, _ACC))
 
-    def _refresh(self, stage: int = _ACC) -> None:
+    def _refresh(self, stage: int = _SENSED) -> None:
         """The forward stages up to `stage` over all envs if a step left them behind the state,
         or mj_forward over the rows whose state was set since."""
         self._wanted = max(self._wanted, stage)
@@ -266,14 +282,16 @@ class MujocoBackend(SimBackend):
             self._forward(stage=stage)
             self._fresh = stage
             self._stale[:] = False
+            self._any_stale = False
         else:
             self._refresh_stale()
 
     def _refresh_stale(self) -> None:
         """mj_forward for the rows whose state was set since their outputs were computed."""
-        if self._stale.any():
+        if self._any_stale:
             self._forward(np.flatnonzero(self._stale))
             self._stale[:] = False
+            self._any_stale = False
 
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
@@ -282,9 +300,13 @@ class MujocoBackend(SimBackend):
         return self._unstable_warnings.sum(1)
 
     def _pop_diverged(self) -> torch.Tensor:
+        # the counters only grow between resets: an unchanged total means no env was reset
+        total = int(self._unstable_warnings.sum())
+        if total == self._unstable_total:
+            return torch.from_numpy(np.zeros(self.num_envs, dtype=bool))
         counts = self._unstable_counts()
         reset_by_mujoco = counts > self._unstable
-        self._unstable = counts
+        self._unstable, self._unstable_total = counts, total
         return torch.from_numpy(reset_by_mujoco)  # MuJoCo never leaves a non-finite state
 
     def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
@@ -297,7 +319,9 @@ class MujocoBackend(SimBackend):
         self._qpos[rows] = qpos.detach().numpy()
         self._qvel[rows] = qvel.detach().numpy()
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
+        self._unstable_total = None
         self._stale[rows] = True  # mj_forward at the next derived read
+        self._any_stale = True
 
     def _body_views(self, body_ids: np.ndarray) -> BodyViews:
         self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
@@ -337,7 +361,7 @@ class MujocoBackend(SimBackend):
         if name not in self._mj_bound:  # a newly bound output is filled by the next call
             self._mj_bound[name] = self._batch.bind(name)
             self._fresh = _NONE
-        self._refresh()
+        self._refresh(_SENSED if name == "cfrc_ext" else _ACC)  # only cfrc_ext needs the sensors
         value = torch.from_numpy(self._mj_bound[name].copy())
         if name == "site_xpos":  # without the hidden sensor's site, which is last
             value = value[:, : len(self.info.names["site"])]

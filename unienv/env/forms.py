@@ -48,10 +48,12 @@ class SingleEnv(gym.Env):
         return obs[0].cpu().numpy(), {}
 
     def step(self, action):
-        action = torch.as_tensor(np.asarray(action, dtype=self.action_space.dtype))[None]
-        obs, reward, terminated, truncated, info = self.vector_env.step(action)
+        # the vector env's own checks, and its outputs in the task's namespace: NumPy on the CPU
+        # engine, where a torch round trip would cost more than a small model's physics
+        action = np.asarray(action, dtype=self.action_space.dtype)[None]
+        obs, reward, terminated, truncated, info = self.vector_env._step_arrays(action)
         single = {k: float(v[0]) for k, v in info["reward_terms"].items()}
-        return obs[0].cpu().numpy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), single
+        return _host(obs[0]), float(reward[0]), bool(terminated[0]), bool(truncated[0]), single
 
     def render(self):
         frames = self.vector_env.render()
@@ -59,3 +61,8 @@ class SingleEnv(gym.Env):
 
     def close(self):
         self.vector_env.close()
+
+
+def _host(x) -> np.ndarray:
+    """x as a NumPy array on the host (as it is if it is one)."""
+    return x if x.__class__ is np.ndarray else x.cpu().numpy()

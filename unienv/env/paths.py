@@ -17,7 +17,8 @@ it whose answer depends on where the state lives goes to its `Path`:
   clock        `now()`: perf_counter on the host; on the device a copy made at the
                step's start, which a captured step reads anew at each replay
   stepping     `run(step, actions)`: the step's outputs as torch tensors; the device
-               path replays it as one CUDA graph where the backend allows
+               path replays it as one CUDA graph where the backend allows;
+               `run_arrays`, the same in the task's namespace (the single env's)
 
 Three paths: `HostNumpyPath` (the CPU engine, a task in NumPy: arrays share the
 backend's memory, and the engine's unchecked entries take what the env made
@@ -84,6 +85,10 @@ class Path:
 
     def raise_pending(self) -> None:
         """Raise what a step could only flag (device backends read nothing back in a step)."""
+
+    def run_arrays(self, step: Callable, actions) -> tuple:
+        """`run`, its outputs in the task's namespace (torch tensors but on HostNumpyPath)."""
+        return self.run(step, actions)
 
     def tick(self) -> None:
         """Note the time at a reset or a step's start, where `now()` needs it."""
@@ -167,6 +172,10 @@ class HostNumpyPath(HostPath):
     array = staticmethod(torch.Tensor.numpy)
     tensor = staticmethod(torch.from_numpy)
 
+    @staticmethod
+    def any(mask: np.ndarray) -> bool:
+        return np.count_nonzero(mask) > 0  # a C call: a fifth of ndarray.any's cost on a few envs
+
     def select(self, mask: np.ndarray) -> Selection:
         ids = np.flatnonzero(mask)
         return Selection(Rows(torch.from_numpy(mask), torch.from_numpy(ids)), ids, self.random.for_envs(ids))
@@ -192,6 +201,10 @@ class HostNumpyPath(HostPath):
         check_task_output(self.task, "reset_state", "qpos", qpos, (n, self.backend.nq))
         check_task_output(self.task, "reset_state", "qvel", qvel, (n, self.backend.nv))
         self.backend.set_state_unchecked(selection.rows.ids, torch.from_numpy(qpos), torch.from_numpy(qvel))
+
+    @staticmethod
+    def run_arrays(step: Callable, actions) -> tuple:
+        return step(actions)
 
     def run(self, step: Callable, actions) -> tuple:
         obs, reward, terminated, truncated, info = step(actions)

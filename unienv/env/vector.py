@@ -262,12 +262,21 @@ class UniEnv(VectorEnv):
         A step that raises after it began to write (an exception in the task's or the engine's
         code) leaves the physics, DR timers and episode counters out of step with each other:
         the env then refuses to step (NeedsResetError) until a reset() of every env."""
+        return self._path.run(self._step, self._checked_actions(actions))
+
+    def _step_arrays(self, actions):
+        """step, with outputs in the task's namespace (NumPy arrays on the CPU engine with a
+        NumPy task, which the single env returns as they are: no conversion there and back)."""
+        return self._path.run_arrays(self._step, self._checked_actions(actions))
+
+    def _checked_actions(self, actions):
+        """What every step checks first: the env open and reset, the actions' type and shape."""
         self._check_open("step")
         if self._reading is None:
             raise ArgumentError("step: call reset() before the first step")
         if self._midway:
             raise NeedsResetError("step: an earlier step raised midway; call reset() before stepping again")
-        return self._path.run(self._step, self._path.as_actions(actions))
+        return self._path.as_actions(actions)
 
     def _check_open(self, call: str) -> None:
         if self.backend.closed:

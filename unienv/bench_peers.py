@@ -1,0 +1,239 @@
+"""unienv beside its peers on Gymnasium's eight MuJoCo v5 tasks: `python -m unienv.bench --peers`.
+
+In one process, interleaved in rounds (each loop runs `seconds` per round, one after the
+other, so that a shared machine's noise falls on all of them alike), every loop steps with
+random actions from its own action space and resets its ended envs as it would in training:
+
+  at 1 env     gymnasium  `gymnasium.make("<Task>-v5")`, reset when an episode ends
+               single     `gymnasium.make("unienv/<Task>-v0")`, the same loop
+               vector     `unienv.make(task, num_envs=1)` (same-step autoreset)
+               envpool    EnvPool's env of that id at one env (when installed)
+  at N envs    unienv     `unienv.make(task, num_envs=N)`
+               raw        mujoco.batch alone replaying unienv's transitions (`unienv.bench`'s
+                          raw loop): raw/envpool is the engines' own ratio, which bounds
+                          unienv/envpool from above
+               sync       Gymnasium's SyncVectorEnv of N v5 envs
+               envpool    EnvPool at N envs, a thread per core, every env per call
+
+The ratios are taken per round and summarised by their min and median over the rounds: at
+1 env, the step time of each loop over Gymnasium's (below 1: faster than Gymnasium); at N envs,
+unienv's env-steps/s over each peer's (above 1: unienv faster). EnvPool is optional (the
+`peers` extra); without it its columns print "-".
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import unienv
+from unienv import backends
+from unienv.tasks import gym_id
+
+PEER_TASKS = (
+    "ant",
+    "half_cheetah",
+    "hopper",
+    "walker2d",
+    "humanoid",
+    "inverted_pendulum",
+    "inverted_double_pendulum",
+    "reacher",
+)
+"""The tasks that are Gymnasium's v5 tasks (and EnvPool's), on the same models."""
+
+ACTION_BATCHES = 64  # random action batches each loop cycles through
+
+
+def v5_id(task: str) -> str:
+    """Gymnasium's id of a peer task: "half_cheetah" -> "HalfCheetah-v5"."""
+    return gym_id(task).removeprefix("unienv/").replace("-v0", "-v5")
+
+
+def _actions(space: gym.spaces.Box, shape: tuple[int, ...], seed: int) -> list[np.ndarray]:
+    """ACTION_BATCHES arrays of `shape`, uniform in the space's bounds, in its dtype."""
+    rng = np.random.default_rng(seed)
+    low, high = space.low, space.high
+    return [rng.uniform(low, high, shape).astype(space.dtype) for _ in range(ACTION_BATCHES)]
+
+
+def _cycle(actions: list) -> Callable[[], object]:
+    i = iter(range(1 << 62))
+    return lambda: actions[next(i) % len(actions)]
+
+
+def _single_loop(env: gym.Env, seed: int) -> Callable[[], None]:
+    """A plain Gymnasium loop over one env: step, and reset when the episode ends."""
+    env.reset(seed=seed)
+    action = _cycle(_actions(env.action_space, env.action_space.shape, seed))
+
+    def step() -> None:
+        _, _, terminated, truncated, _ = env.step(action())
+        if terminated or truncated:
+            env.reset()
+
+    return step
+
+
+def _vector_loop(env, seed: int, kind: str) -> Callable[[], None]:
+    """A vector env's loop (it resets its ended envs itself): kind "unienv" (torch actions),
+    "gymnasium" or "envpool" (NumPy actions; EnvPool takes its seed at creation)."""
+    env.reset(seed=None if kind == "envpool" else seed)
+    batches = _actions(env.single_action_space, (env.num_envs, *env.single_action_space.shape), seed)
+    action = _cycle([torch.from_numpy(a) for a in batches] if kind == "unienv" else batches)
+    return lambda: env.step(action())
+
+
+def _envpool(task: str, num_envs: int, seed: int):
+    """EnvPool's env of the task at num_envs, or None where EnvPool is not installed."""
+    try:
+        import envpool
+    except ImportError:
+        return None
+    return envpool.make_gymnasium(v5_id(task), num_envs=num_envs, num_threads=_cores(), seed=seed)
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+def _interleaved(loops: dict[str, Callable[[], object]], seconds: float, rounds: int) -> dict[str, list]:
+    """Calls per second of each loop in each round, the loops run one after the other per round."""
+    rates: dict[str, list] = {name: [] for name in loops}
+    for loop in loops.values():  # warm-up
+        loop()
+    for _ in range(rounds):
+        for name, loop in loops.items():
+            calls, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                loop()
+                calls += 1
+            rates[name].append(calls / (time.perf_counter() - start))
+    return rates
+
+
+def _summary(ratios: list[float]) -> dict:
+    return {"min": min(ratios), "median": statistics.median(ratios)}
+
+
+def measure_one(task: str, seconds: float, rounds: int, seed: int = 0) -> dict:
+    """The 1-env row: each loop's median step time (µs) and its step time over Gymnasium's."""
+    envs = {
+        "gymnasium": gym.make(v5_id(task)),
+        "single": gym.make(gym_id(task)),
+        "vector": unienv.make(task, num_envs=1, seed=seed),
+        "envpool": _envpool(task, 1, seed),
+    }
+    loops = {
+        "gymnasium": _single_loop(envs["gymnasium"], seed),
+        "single": _single_loop(envs["single"], seed),
+        "vector": _vector_loop(envs["vector"], seed, "unienv"),
+    }
+    if envs["envpool"] is not None:
+        loops["envpool"] = _vector_loop(envs["envpool"], seed, "envpool")
+    rates = _interleaved(loops, seconds, rounds)
+    base = rates["gymnasium"]
+    row = {"task": task, "num_envs": 1, "rounds": rounds}
+    for name, r in rates.items():
+        row[f"{name}_us"] = 1e6 / statistics.median(r)
+        if name != "gymnasium":
+            row[f"{name}_time_ratio"] = _summary([b / x for b, x in zip(base, r, strict=True)])
+    for env in envs.values():
+        if env is not None:
+            env.close()
+    return row
+
+
+def measure_many(task: str, num_envs: int, seconds: float, rounds: int, seed: int = 0) -> dict:
+    """The N-env row: env-steps/s (median) and unienv's speed over each peer's."""
+    envs = {
+        "unienv": unienv.make(task, num_envs=num_envs, seed=seed),
+        "sync": gym.make_vec(v5_id(task), num_envs=num_envs, vectorization_mode="sync"),
+        "envpool": _envpool(task, num_envs, seed),
+    }
+    from unienv.bench import REPLAY_STEPS, Replay  # bench imports this module
+
+    env = envs["unienv"]
+    loops = {"unienv": _vector_loop(env, seed, "unienv")}
+    replay = Replay(
+        env,
+        torch.from_numpy(
+            _actions(env.single_action_space, (num_envs, *env.single_action_space.shape), seed)[0]
+        ),
+        REPLAY_STEPS,
+    )
+    loops["raw"] = backends.raw_loop("mujoco")(env.backend, env.task.decimation, replay)
+    loops["sync"] = _vector_loop(envs["sync"], seed, "gymnasium")
+    if envs["envpool"] is not None:
+        loops["envpool"] = _vector_loop(envs["envpool"], seed, "envpool")
+    rates = _interleaved(loops, seconds, rounds)
+    row = {"task": task, "num_envs": num_envs, "rounds": rounds}
+    for name, r in rates.items():
+        row[f"{name}_sps"] = statistics.median(r) * num_envs
+        if name != "unienv" and name != "raw":
+            row[f"unienv_over_{name}"] = _summary([u / x for u, x in zip(rates["unienv"], r, strict=True)])
+    if "envpool" in rates:
+        row["raw_over_envpool"] = _summary(
+            [a / b for a, b in zip(rates["raw"], rates["envpool"], strict=True)]
+        )
+    for e in envs.values():
+        if e is not None:
+            e.close()
+    return row
+
+
+def _pair(summary: dict | None) -> str:
+    return "-" if summary is None else f"{summary['min']:.2f} / {summary['median']:.2f}"
+
+
+ONE_HEADER = (
+    f"{'task':<26} {'gym us':>7} {'single us':>9} {'vector us':>9} {'envpool us':>10} "
+    f"{'single/gym':>13} {'vector/gym':>13} {'envpool/gym':>13}"
+)
+MANY_HEADER = (
+    f"{'task':<26} {'num_envs':>8} {'unienv sps':>11} {'unienv/sync':>13} {'unienv/envpool':>14} "
+    f"{'raw/envpool':>13}"
+)
+
+
+def one_line(r: dict) -> str:
+    pool = f"{r['envpool_us']:>10.1f}" if "envpool_us" in r else f"{'-':>10}"
+    return (
+        f"{r['task']:<26} {r['gymnasium_us']:>7.1f} {r['single_us']:>9.1f} {r['vector_us']:>9.1f} {pool} "
+        f"{_pair(r['single_time_ratio']):>13} {_pair(r['vector_time_ratio']):>13} "
+        f"{_pair(r.get('envpool_time_ratio')):>13}"
+    )
+
+
+def many_line(r: dict) -> str:
+    return (
+        f"{r['task']:<26} {r['num_envs']:>8} {r['unienv_sps']:>11,.0f} {_pair(r['unienv_over_sync']):>13} "
+        f"{_pair(r.get('unienv_over_envpool')):>14} {_pair(r.get('raw_over_envpool')):>13}"
+    )
+
+
+def run(tasks: list[str], num_envs: list[int], seconds: float, rounds: int, emit: Callable) -> list[dict]:
+    """Every row: at 1 env (if 1 is in num_envs), then at each other count; `emit(rows)` after each."""
+    rows: list[dict] = []
+    if 1 in num_envs:
+        print("\none env: step time (us, median) and its ratio to Gymnasium v5's (min / median of rounds)")
+        print(ONE_HEADER)
+        for task in tasks:
+            rows.append(measure_one(task, seconds, rounds))
+            print(one_line(rows[-1]), flush=True)
+            emit(rows)
+    for n in (n for n in num_envs if n > 1):
+        print(f"\n{n} envs: unienv's env-steps/s over each peer's (min / median of rounds)")
+        print(MANY_HEADER)
+        for task in tasks:
+            rows.append(measure_many(task, n, seconds, rounds))
+            print(many_line(rows[-1]), flush=True)
+            emit(rows)
+    return rows
