@@ -111,6 +111,23 @@ def _writable(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(view)
 
 
+def with_contact_sensor(scene: str, scene_model: mujoco.MjModel, movable_com: bool) -> mujoco.MjModel:
+    """The scene plus a hidden accelerometer, so that steps compute cfrc_ext."""
+    spec = mujoco.MjSpec.from_file(scene)
+    # on the last body, so that it is the last site and the scene's site ids hold
+    site = spec.bodies[-1].add_site(name=_HIDDEN_SENSOR, group=5)
+    spec.add_sensor(
+        name=_HIDDEN_SENSOR,
+        type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+        objtype=mujoco.mjtObj.mjOBJ_SITE,
+        objname=site.name,
+    )
+    model = compile_spec(spec, scene_model.opt.timestep, movable_com=movable_com)
+    if model.nsite != scene_model.nsite + 1 or model.site(scene_model.nsite).name != _HIDDEN_SENSOR:
+        raise RuntimeError(f"{scene}: the hidden contact sensor's site did not come last")
+    return model
+
+
 class MujocoBackend(SimBackend):
     """Batched MuJoCo on the CPU; see the module docstring."""
 
@@ -140,25 +157,11 @@ class MujocoBackend(SimBackend):
         self.nthread = nthread
         scene_model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(scene_model)
-        self.model = self._with_contact_sensor(scene_model)
+        self.model = with_contact_sensor(
+            self.scene, scene_model, movable_com="body_com" in self._requested_dr
+        )
         self._dr = ModelDR(self.model, self.device, torch.float64)
         self._validate_randomize()
-
-    def _with_contact_sensor(self, scene_model: mujoco.MjModel) -> mujoco.MjModel:
-        """The scene plus a hidden accelerometer, so that steps compute cfrc_ext."""
-        spec = mujoco.MjSpec.from_file(self.scene)
-        # on the last body, so that it is the last site and the scene's site ids hold
-        site = spec.bodies[-1].add_site(name=_HIDDEN_SENSOR, group=5)
-        spec.add_sensor(
-            name=_HIDDEN_SENSOR,
-            type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
-            objtype=mujoco.mjtObj.mjOBJ_SITE,
-            objname=site.name,
-        )
-        model = compile_spec(spec, scene_model.opt.timestep, movable_com="body_com" in self._requested_dr)
-        if model.nsite != scene_model.nsite + 1 or model.site(scene_model.nsite).name != _HIDDEN_SENSOR:
-            raise RuntimeError(f"{self.scene}: the hidden contact sensor's site did not come last")
-        return model
 
     def get_capabilities(self) -> Capabilities:
         return Capabilities(
