@@ -41,6 +41,7 @@ import numpy as np
 from unienv import limits
 from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends.base import TERRAIN_GROUP
+from unienv.backends.scene import MAX_HFIELD_SIDE
 from unienv.errors import ArgumentError, unknown_name
 from unienv.files import written
 
@@ -49,8 +50,6 @@ STEP_WIDTH = 0.3  # m, the tread of a stair
 SPAWN_CLEARANCE = 0.3  # m around a tile's centre that a spawning robot must clear
 
 
-MAX_HFIELD_SIDE = 1 << 15
-"""The most height samples along a heightfield's side (MuJoCo counts its samples in int32)."""
 HFIELD_BYTES = 40
 """Bytes a height sample costs while a terrain is built: float64 heights, the tile grid's float64
 coordinates, MuJoCo's float32 copy in the model and the scene file's text of it."""

@@ -31,6 +31,7 @@ fields, which it then hands to Genesis's own setters.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -121,6 +122,16 @@ def problems(term: str, values: torch.Tensor, compiled: torch.Tensor) -> list[tu
     rule = RULES[term]
     flat = values.reshape(len(values), -1)
     out = [(~torch.isfinite(flat).all(1), "contains NaN or inf")]
+    # every engine multiplies parameters (masses by inertias and accelerations, gains by states):
+    # beyond the square root of the dtype's largest value, a product overflows in the first step
+    bound = math.sqrt(torch.finfo(flat.dtype).max)
+    out.append(
+        (
+            (flat.abs() > bound).any(1),
+            f"{term} beyond {bound:.3g}, the square root of {str(flat.dtype).removeprefix('torch.')}'s "
+            "largest value (the engine's products of it would overflow)",
+        )
+    )
     if rule.minimum is not None:
         out.append(((flat < rule.minimum).any(1), f"{term} must be >= {rule.minimum} ({rule.unit})"))
     if rule.positive:

@@ -163,6 +163,11 @@ class SceneInfo:
         )
 
 
+MAX_HFIELD_SIDE = 1 << 15
+"""The most samples along a side of a heightfield, generated or in a scene file (MuJoCo counts
+its samples in int32)."""
+
+
 def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_com: bool = False) -> Any:
     """Compile an MJCF file with MuJoCo and set its timestep to sim_dt, if given (see
     compile_spec). Every MjModel unienv makes from a file comes from here."""
@@ -171,7 +176,20 @@ def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_
     path = os.fspath(scene)
     if not os.path.isfile(path):
         raise ArgumentError(f"scene: no MJCF file at {path!r}")
-    return compile_spec(mujoco.MjSpec.from_file(path), sim_dt, movable_com)
+    try:
+        spec = mujoco.MjSpec.from_file(path)
+    except ValueError as e:
+        raise ArgumentError(f"scene: {path!r} is not valid MJCF: {e}") from None
+    for hfield in spec.hfields:  # MuJoCo allocates nrow * ncol floats per heightfield
+        if max(hfield.nrow, hfield.ncol) > MAX_HFIELD_SIDE:
+            raise ArgumentError(
+                f"scene: heightfield {hfield.name!r} of {path!r} has {hfield.nrow} x {hfield.ncol} samples; "
+                f"expected at most {MAX_HFIELD_SIDE} a side"
+            )
+    try:
+        return compile_spec(spec, sim_dt, movable_com)
+    except ValueError as e:
+        raise ArgumentError(f"scene: {path!r} does not compile: {e}") from None
 
 
 @contextlib.contextmanager

@@ -25,6 +25,10 @@ def checked_device(device: str | torch.device) -> torch.device:
         dev = None
     if dev is None or dev.type not in ("cpu", "cuda"):
         raise ArgumentError(f"device: expected None, 'cpu', 'cuda' or 'cuda:<k>', got {device!r}")
+    if dev.type == "cpu" and dev.index not in (None, 0):  # torch takes 'cpu:1' and ignores the index
+        raise ArgumentError(
+            f"device: the CPU has no index (it is one device), got {device!r}; expected 'cpu'"
+        )
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ArgumentError(
             f"device: {str(device)!r} asks for a CUDA GPU, but this machine has none that torch can use "
