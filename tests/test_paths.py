@@ -113,3 +113,27 @@ def test_the_host_paths_give_the_same_trajectories(mode):
         assert a.keys() == b.keys()
         for k in a:
             np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), rtol=1e-9, atol=1e-9, err_msg=k)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_an_env_dropped_is_freed_at_once(path):
+    """No reference cycle through the env, its path or its DR manager: dropping the last
+    reference frees the env, and with it the engine's memory, without the garbage collector
+    (a cycle made 200 make/close cycles grow by 70 MiB)."""
+    import gc
+    import weakref
+
+    if path == "device_masks" and DEVICE is None:
+        pytest.skip("no device backend that runs on the CPU is installed (mujoco-warp with CPU kernels)")
+    gc.collect()
+    gc.disable()
+    try:
+        env = make(path, "hopper", "same_step")
+        env.reset()
+        env.step(torch.zeros(NUM_ENVS, 3))
+        env.close()
+        alive = weakref.ref(env)
+        del env
+        assert alive() is None, gc.get_referrers(alive())
+    finally:
+        gc.enable()

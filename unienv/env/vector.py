@@ -148,11 +148,9 @@ class UniEnv(VectorEnv):
         self._path = path(self, self._random, graph_wanted(caps, cuda_graph))
         if self.dr is not None:
             self.dr.startup()
-        self._autoreset = {
-            AutoresetMode.SAME_STEP: self._autoreset_same_step,
-            AutoresetMode.NEXT_STEP: self._autoreset_next_step,
-            AutoresetMode.DISABLED: self._autoreset_disabled,
-        }[autoreset_mode]
+        # the mode's autoreset, unbound: a bound method kept on self would make every env a
+        # reference cycle, freed (with its engine's memory) only by the garbage collector
+        self._autoreset = _AUTORESETS[autoreset_mode]
         # the env's own arrays are of the task's namespace (`Task.xp`): NumPy views of torch
         # tensors where the task computes in NumPy (the CPU engine), torch tensors otherwise
         xp = self._xp = self._path.xp
@@ -286,7 +284,7 @@ class UniEnv(VectorEnv):
         """The step's work, in the task's namespace: transition, autoreset, outputs."""
         actions, info = self._path.checked_actions(actions)
         obs, reward, terminated, truncated = self._transition(actions, info)
-        outputs = self._autoreset(obs, reward, terminated, truncated, info)
+        outputs = self._autoreset(self, obs, reward, terminated, truncated, info)
         self._midway = False
         return outputs
 
@@ -381,3 +379,10 @@ class UniEnv(VectorEnv):
             self._renderer.close()
             self._renderer = None
         self.backend.close()
+
+
+_AUTORESETS = {
+    AutoresetMode.SAME_STEP: UniEnv._autoreset_same_step,
+    AutoresetMode.NEXT_STEP: UniEnv._autoreset_next_step,
+    AutoresetMode.DISABLED: UniEnv._autoreset_disabled,
+}
