@@ -50,7 +50,7 @@ def test_without_the_extra_construction_says_how_to_install(monkeypatch):
 @pytest.mark.skipif(not importlib.util.find_spec("mujoco_warp"), reason="mujoco_warp not installed")
 def test_without_cuda_construction_says_so(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(CapabilityError, match=r"needs a CUDA GPU.*backend='mujoco'"):
+    with pytest.raises(CapabilityError, match=r"needs a CUDA GPU.*device='cpu'.*backend='mujoco'"):
         MjwarpBackend(SCENE, 2, SIM_DT)
     with pytest.raises(ArgumentError, match="asks for a CUDA GPU, but this machine has none"):
         MjwarpBackend(SCENE, 2, SIM_DT, device="cuda:0")

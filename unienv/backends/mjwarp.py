@@ -107,8 +107,8 @@ _OUTPUTS = (
 )
 
 _NO_CUDA = (
-    "backend='mjwarp' needs a CUDA GPU; found none (torch.cuda.is_available() is False) — "
-    "use backend='mujoco' on the CPU"
+    "backend='mjwarp' needs a CUDA GPU for device='cuda'; found none (torch.cuda.is_available() is "
+    "False) — use device='cpu' (Warp's CPU device: slow, for tests) or backend='mujoco' on the CPU"
 )
 
 
