@@ -9,7 +9,10 @@ terminated and truncated flags, every info array (the episodes' wall-clock
 seconds `t` excepted) and `env.dr_params()` after every step. A case the backend
 refuses at construction hashes the error's type.
 
-A refactor that keeps these hashes keeps every output bit for bit. Record anew
+A refactor that keeps these hashes keeps every output bit for bit. Run each backend's cases in
+a process of their own, before anything initializes Genesis: its initialization turns on
+flush-to-zero for the whole process, which changes later MuJoCo results in their last bits
+(reach's, on mujoco and mjwarp). Backends run in registry order, genesis last. Record anew
 (only in the commit that must change them, saying why) with
 
     python -m tests.golden --write [--backend mujoco] [--task ant]
@@ -121,7 +124,11 @@ def main(argv=None) -> int:
     parser.add_argument("--write", action="store_true", help="record the hashes into golden_hashes.json")
     parser.add_argument("--backend", nargs="*", help="only these backends")
     parser.add_argument("--task", nargs="*", help="only these tasks")
+    parser.add_argument("--json", action="store_true", help="print the hashes as one JSON line instead")
     args = parser.parse_args(argv)
+    if args.json:
+        print(json.dumps({key(*case): trajectory_hash(*case) for case in cases(args.backend, args.task)}))
+        return 0
     stored = load() if os.path.exists(HASHES) else {}
     changed = 0
     for case in cases(args.backend, args.task):
