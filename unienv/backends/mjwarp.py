@@ -303,7 +303,7 @@ class MjwarpBackend(SimBackend):
         self._reset_mask.zero_()
         self._reset_mask[rows] = True
         # captured once: the graph reads the mask's contents at each replay, and an uncaptured
-        # reset_data re-hashes mujoco_warp's kernels on every call (~25 ms)
+        # reset_data re-hashes mujoco_warp's kernels on every call (tens of milliseconds)
         self._runner.run("reset", lambda: self._mjw.reset_data(self._m, self._d, reset=self._wp_reset_mask))
         self._views["qpos"][rows] = qpos.to(torch.float32)
         self._views["qvel"][rows] = qvel.to(torch.float32)

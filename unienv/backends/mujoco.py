@@ -204,7 +204,7 @@ class MujocoBackend(SimBackend):
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
-        # mj_resetData clears a sim's whole buffer (0.8 MB for cartpole: 12 µs a row); for models
+        # mj_resetData clears a sim's whole buffer, arena included; for models
         # whose state row holds only these fields, zeroing the row and writing qpos and qvel is
         # the same reset
         plain = m.neq == 0 and m.nmocap == 0 and m.npluginstate == 0 and m.nhistory == 0 and m.nflex == 0
@@ -243,7 +243,7 @@ class MujocoBackend(SimBackend):
             self._batch.step(nstep=nsteps, stage=_ACC)
         elif self._contacts_read and not self._user_sensors:
             # the hidden sensor alone costs less in every substep than a second batch call and
-            # two flag writes (quadruped: 10 us less at 1 env, the same at 256 envs)
+            # two flag writes (docs/performance.md)
             self._sensors(True)
             self._batch.step(nstep=nsteps, stage=stage)
         else:
