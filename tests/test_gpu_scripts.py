@@ -158,10 +158,11 @@ def test_bench_times_the_eager_env_step_where_the_backend_can_replay_a_graph(tmp
 @pytest.mark.parametrize(
     "modes, env, failed",
     [
-        (["bench"], {"TASKS": "no_such_task"}, "bench_mjwarp: exit 2"),  # the bench refuses the name
+        # the bench refuses the name with one error: line, exit 1, as the other commands do
+        (["bench"], {"TASKS": "no_such_task"}, "bench_mjwarp: exit 1"),
         (["contract"], {"CONTRACT_K": "no_such_test"}, "contract_mjwarp: exit 5"),  # pytest selects nothing
         # a failed step does not stop the next; train.py finds no preset train/ppo_no_such_task
-        (["bench", "train"], {"TRAIN_TASK": "no_such_task", "TASKS": "no_such_task"}, "bench_mjwarp: exit 2"),
+        (["bench", "train"], {"TRAIN_TASK": "no_such_task", "TASKS": "no_such_task"}, "bench_mjwarp: exit 1"),
         (["nonsense"], {}, "unknown mode 'nonsense'"),
     ],
 )
