@@ -48,9 +48,6 @@ class AcrobotSwingup(DMCTask):
         r = tolerance(self.xp, s["distance"], (0.0, TARGET_RADIUS), margin=0.0 if self.sparse else 1.0)
         return r, {"at_target": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
 
 class AcrobotSwingupSparse(AcrobotSwingup):
     name = "dmc_acrobot_swingup_sparse"

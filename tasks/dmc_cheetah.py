@@ -49,6 +49,3 @@ class CheetahRun(DMCTask):
             sigmoid="linear",
         )
         return r, {"run": r}
-
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)

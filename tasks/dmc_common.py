@@ -251,6 +251,11 @@ class DMCTask(Task):
         self.reset_low, self.reset_high = self.array(low), self.array(high)
         self.reset_drawn = self.xp.asarray(drawn)
 
+    def reset_state(self, env_ids, rng):
+        """dm_control's usual rule: joints drawn by `random_joints`, at rest (a task with
+        another rule overrides it)."""
+        return self.random_joints(rng), self.zero_qvel(rng)
+
     def random_joints(self, rng) -> Any:
         """(n, nq) qpos by dm_control's `randomize_limited_and_rotational_joints` (slides and
         hinges): qpos0 where a joint is not drawn."""

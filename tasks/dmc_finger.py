@@ -69,9 +69,6 @@ class FingerTurnEasy(DMCTask):
         r = self.xp.astype(self._target(s, memory)[1] <= 0.0, self.dtype)
         return r, {"on_target": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
     def reset_memory(self, rng):
         angle = rng.uniform((1,), -np.pi, np.pi, dtype=self.dtype)
         x, z = HINGE[0] + SPINNER_LENGTH * self.xp.sin(angle), HINGE[1] + SPINNER_LENGTH * self.xp.cos(angle)

@@ -64,9 +64,6 @@ class HopperStand(DMCTask):
         r = standing * (control + 4.0) / 5.0
         return r, {"stand": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
 
 class HopperHop(HopperStand):
     name = "dmc_hopper_hop"

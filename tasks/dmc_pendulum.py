@@ -42,6 +42,3 @@ class PendulumSwingup(DMCTask):
     def reward(self, s, prev, action, memory):
         r = tolerance(self.xp, s["orientation"][:, 0], (COSINE_BOUND, 1.0))
         return r, {"upright": r}
-
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)

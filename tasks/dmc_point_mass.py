@@ -49,6 +49,3 @@ class PointMassEasy(DMCTask):
         control = tolerance(xp, s["ctrl"], margin=1.0, value_at_margin=0.0, sigmoid="quadratic").mean(1)
         r = near * (control + 4.0) / 5.0
         return r, {"near_target": r}
-
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)

@@ -46,9 +46,6 @@ class ReacherEasy(DMCTask):
         r = tolerance(self.xp, distance, (0.0, self.target_size + FINGER_SIZE))
         return r, {"at_target": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
     def reset_memory(self, rng):
         angle = rng.uniform((1,), 0.0, 2.0 * np.pi, dtype=self.dtype)
         radius = rng.uniform((1,), 0.05, 0.2, dtype=self.dtype)

@@ -87,9 +87,6 @@ class SwimmerSwimmer6(DMCTask):
         r = tolerance(self.xp, distance, (0.0, TARGET_SIZE), margin=5 * TARGET_SIZE, sigmoid="long_tail")
         return r, {"at_target": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
     def reset_memory(self, rng):
         xp = self.xp
         close = rng.uniform((1,), dtype=self.dtype) < 0.2

@@ -67,9 +67,6 @@ class WalkerStand(DMCTask):
         r = stand * (5.0 * move + 1.0) / 6.0
         return r, {"move": r}
 
-    def reset_state(self, env_ids, rng):
-        return self.random_joints(rng), self.zero_qvel(rng)
-
 
 class WalkerWalk(WalkerStand):
     name = "dmc_walker_walk"
