@@ -4,7 +4,7 @@
     python play.py task=ant num_envs=16 steps=500 policy=zero
     python play.py task=cartpole policy=path/to/policy.safetensors video.envs=1
     python play.py policy=path/to/policy.onnx        # an exported policy, run by onnxruntime
-    python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/sweep.py)
+    python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/tools/sweep.py)
 
 Configuration lives in cfg/ (Hydra); `python play.py --help` lists it. A mistake prints one
 `error:` line; `--debug` (or HYDRA_FULL_ERROR=1) shows the full traceback.
@@ -22,11 +22,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 import unienv
-from unienv import cli, sweep
 from unienv.errors import ArgumentError
-from unienv.files import written
 from unienv.render import tile
-from unienv.rollout import make_policy, rollout
+from unienv.tools import cli, sweep
+from unienv.training.rollout import make_policy, rollout
+from unienv.utils.files import written
 
 # video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
 OmegaConf.register_new_resolver(
@@ -98,7 +98,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def _video_writer(stack: contextlib.ExitStack, path: str, fps: float):
-    """An mp4 writer whose file appears under `path` only once it is closed, whole (unienv.files):
+    """An mp4 writer whose file appears under `path` only once it is closed, whole (unienv.utils.files):
     a run killed while it records leaves the previous video or none there, never half of one."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = stack.enter_context(written(path))

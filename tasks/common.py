@@ -1,7 +1,7 @@
 """Pure batched helpers that several tasks share: state reads, reward terms, resets.
 
 Every function maps arrays (N, ...) to arrays of the same namespace (NumPy or torch,
-see `unienv.arrays`), in the dtype it is given, and keeps no state; the few that need
+see `unienv.utils.arrays`), in the dtype it is given, and keeps no state; the few that need
 a namespace call take the task (`task.xp`) or `xp`. Gymnasium's MuJoCo locomotion
 tasks are built from the same pieces: a forward velocity over the env step, a
 quadratic control cost, health as state inside ranges, and a reset at qpos0 plus noise.
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from unienv.backends.base import SimBackend
-from unienv.random import Sampler
+from unienv.utils.random import Sampler
 
 
 def read_state(task, backend: SimBackend) -> dict[str, Any]:

@@ -1,12 +1,12 @@
-"""The two array namespaces tasks compute in (unienv.arrays) agree, and NumPy draws come from the
-same per-env random streams as torch draws (unienv.random)."""
+"""The two array namespaces tasks compute in (unienv.utils.arrays) agree, and NumPy draws come from the
+same per-env random streams as torch draws (unienv.utils.random)."""
 
 import numpy as np
 import pytest
 import torch
 
-from unienv.arrays import NUMPY, torch_namespace
-from unienv.random import EnvRandom
+from unienv.utils.arrays import NUMPY, torch_namespace
+from unienv.utils.random import EnvRandom
 
 TORCH = torch_namespace(torch.device("cpu"))
 

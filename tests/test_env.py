@@ -14,7 +14,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import unienv
 from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import create
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import ArgumentError
 from unienv.tasks.hopper import Hopper
 

@@ -14,7 +14,7 @@ import torch
 import unienv
 from unienv import bench
 from unienv.tasks import TASKS, task_class
-from unienv.wrappers.checkpoint import save_policy
+from unienv.training.policy import save_policy
 
 from .contract.conftest import MJWARP_DEVICE
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from unienv import cli, sim2sim
+from unienv.tools import cli, sim2sim
 
 
 @pytest.mark.slow

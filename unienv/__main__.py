@@ -1,8 +1,8 @@
 """`unienv list` (or `python -m unienv list`): every task, its spaces, and the backends that run it;
 `unienv options TASK`: the task's options (`task.<option>=` on the command line), their defaults
 and what each means, from the task's options dataclass;
-`unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.sim2sim);
-`unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.export).
+`unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.tools.sim2sim);
+`unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.training.export).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
 every feature the task declares in `requires`, and, for a task on generated
@@ -28,10 +28,11 @@ import tempfile
 
 import mujoco
 
-from unienv import backends, cli
+from unienv import backends
 from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError, install_command
 from unienv.tasks import TASKS, gym_id, task_class, task_config
+from unienv.tools import cli
 
 
 def _probe_scene() -> str:
@@ -171,7 +172,7 @@ def list_options(name: str, out=None) -> None:
 def export_policy(policy: str, out: str, check: int) -> None:
     """`unienv export`: write the ONNX file, then (where onnxruntime is installed) compare it with
     the torch policy on `check` observations."""
-    from unienv import export
+    from unienv.training import export
 
     if check < 0:
         raise ArgumentError(f"--check: expected a number of observations >= 0, got {check}")
@@ -196,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     options = commands.add_parser("options", help="a task's options, their defaults and what they mean")
     options.add_argument("task", help="a task's name, e.g. ant")
     commands.add_parser(
-        "sim2sim", help="each backend against MuJoCo on a task (see unienv.sim2sim)", add_help=False
+        "sim2sim", help="each backend against MuJoCo on a task (see unienv.tools.sim2sim)", add_help=False
     )
-    export = commands.add_parser("export", help="a policy file as ONNX, for deployment (see unienv.export)")
+    export = commands.add_parser(
+        "export", help="a policy file as ONNX, for deployment (see unienv.training.export)"
+    )
     export.add_argument("policy", help="a policy file written by train.py or save_policy (.safetensors)")
     export.add_argument("--onnx", required=True, metavar="OUT", help="the ONNX file to write")
     export.add_argument(

@@ -27,13 +27,13 @@ it, resets its rows with `reset_memory` and replaces it by `remember` after
 each step. A task without memory leaves both hooks alone.
 
 Arrays: a task with `arrays = "any"` (every shipped task) computes in the array
-namespace `self.xp` (`unienv.arrays`): NumPy on the CPU engine, where its calls
+namespace `self.xp` (`unienv.utils.arrays`): NumPy on the CPU engine, where its calls
 cost a quarter of torch's, and torch on device backends. Its arrays, `rng`'s
 draws, `env_ids` and `self.dtype` are that namespace's; it reads the backend's
 torch views through `self.xp.asarray`. A task with `arrays = "torch"` (the
 default, for tasks written in plain torch) gets torch tensors everywhere.
 
-`rng` is a `unienv.random.Sampler` bound to the envs being reset: what env i
+`rng` is a `unienv.utils.random.Sampler` bound to the envs being reset: what env i
 samples depends only on its own seed and draws. Its rows are those envs, or
 every env when the env resets by mask (device backends); `env_ids` says which.
 A task never imports an engine and never reads a tensor's value on the host.
@@ -65,10 +65,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.arrays import NUMPY, numpy_dtype, torch_namespace
 from unienv.backends.base import SimBackend
 from unienv.errors import ArgumentError
-from unienv.random import Sampler
+from unienv.utils.arrays import NUMPY, numpy_dtype, torch_namespace
+from unienv.utils.random import Sampler
 
 Reading = dict[str, torch.Tensor]
 

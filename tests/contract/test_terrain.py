@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from tests.contract.conftest import AVAILABLE, backend_options, create_backend
-from unienv.arrays import NUMPY, torch_namespace
 from unienv.errors import ArgumentError, CapabilityError, UnknownNameError
 from unienv.terrain import TYPES, Curriculum, Surface, Terrain, TerrainConfig, tile_heights, tile_rng
+from unienv.utils.arrays import NUMPY, torch_namespace
 
 # a free box above the floor, which terrain replaces
 SCENE = os.path.join(os.path.dirname(__file__), "mocap.xml")

@@ -18,7 +18,7 @@ import torch
 from tests.contract.conftest import CPU_BACKENDS, MJWARP_DEVICE
 from unienv import dr as domain_randomization
 from unienv.backends import DR_TERMS, create
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.task import Task
 
 SCENE = os.path.join(os.path.dirname(__file__), "..", "contract", "scene.xml")

@@ -6,7 +6,7 @@ import torch
 from tests.dr.conftest import SCENE, ContractTask, state
 from unienv import dr as domain_randomization
 from unienv.backends import create
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import ArgumentError
 
 NOISE = {"param": "obs_noise", "range": [-0.1, 0.1], "bias": 0.05}

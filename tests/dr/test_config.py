@@ -12,7 +12,7 @@ from tests.dr.conftest import SCENE, ContractTask
 from unienv import dr as domain_randomization
 from unienv.backends import create
 from unienv.backends.mujoco import MujocoBackend
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import ArgumentError, CapabilityError, UnknownNameError
 
 CFG = os.path.join(os.path.dirname(__file__), "..", "..", "cfg")

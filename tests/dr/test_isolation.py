@@ -8,7 +8,7 @@ from tests.dr.conftest import SCENE, ContractTask
 from tests.dr.test_config import CFG
 from unienv import dr as domain_randomization
 from unienv.backends import create
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 
 RESET_TERMS = {
     "mass": {"param": "body_mass", "range": [0.5, 2.0], "operation": "scale"},

@@ -9,7 +9,7 @@ from unienv import dr as domain_randomization
 from unienv.backends import DR_TERMS, create
 from unienv.dr import KINDS, PARAMS, Kind, Term
 from unienv.dr import spec as read
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import UnknownNameError
 
 

@@ -14,7 +14,7 @@ from tests.syncs import count_host_syncs
 from unienv import dr as domain_randomization
 from unienv.backends import create
 from unienv.errors import ArgumentError, UnknownNameError
-from unienv.rows import Rows, device_rows, host_rows
+from unienv.utils.rows import Rows, device_rows, host_rows
 
 CFG = os.path.join(os.path.dirname(__file__), "..", "..", "cfg")
 MASK = [False, True, False, True]

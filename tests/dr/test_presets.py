@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 import unienv
 from unienv import backends, dr
-from unienv.envs import UniEnv
+from unienv.env import UniEnv
 from unienv.errors import ArgumentError, UnknownNameError
 from unienv.tasks import TASKS, task_class
 

@@ -1,12 +1,12 @@
-"""unienv.rows: host rows (ids) and device rows (mask only) select, draw and write the same."""
+"""unienv.utils.rows: host rows (ids) and device rows (mask only) select, draw and write the same."""
 
 import math
 
 import torch
 
 from tests.syncs import count_host_syncs
-from unienv.random import EnvRandom
-from unienv.rows import Rows, device_rows, host_rows
+from unienv.utils.random import EnvRandom
+from unienv.utils.rows import Rows, device_rows, host_rows
 
 MASK = torch.tensor([False, True, False, True, True, False])
 

@@ -10,8 +10,8 @@ import sys
 import imageio.v2 as imageio
 import pytest
 
-from unienv import sweep
 from unienv.errors import install_command
+from unienv.tools import sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FRICTION, MASS = ("0.5", "1.0", "1.5"), ("0.8", "1.0", "1.2")

@@ -1,5 +1,5 @@
 """A run killed while it writes a file leaves the previous good file or none under the final name
-(unienv.files): play.py killed with SIGTERM or SIGKILL while it records, a real subprocess."""
+(unienv.utils.files): play.py killed with SIGTERM or SIGKILL while it records, a real subprocess."""
 
 import glob
 import os
@@ -11,7 +11,7 @@ import time
 import imageio.v2 as imageio
 import pytest
 
-from unienv.files import write_json, written
+from unienv.utils.files import write_json, written
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VIDEO = os.path.join("videos", "cartpole_mujoco_random.mp4")
@@ -87,10 +87,11 @@ def _writers(tmp_path):
     import torch
 
     import unienv
-    from unienv import bench, sweep
-    from unienv.resume import save_checkpoint
-    from unienv.rollout import RolloutStats
-    from unienv.wrappers.checkpoint import save_policy
+    from unienv import bench
+    from unienv.tools import sweep
+    from unienv.training.checkpoint import save_checkpoint
+    from unienv.training.policy import save_policy
+    from unienv.training.rollout import RolloutStats
 
     stats = RolloutStats(returns=[1.0, 2.0], lengths=[5, 6], terminated=[True, False], steps=6)
     row = sweep.run_metrics(stats.summary(), {}, job=0, overrides="seed=1")
@@ -111,7 +112,7 @@ def _writers(tmp_path):
 
 @pytest.mark.parametrize("name", ["policy file", "checkpoint", "run metrics", "bench rows", "sweep summary"])
 def test_a_writer_killed_before_its_file_is_whole_leaves_the_previous_one(tmp_path, monkeypatch, name):
-    """Each writer goes through unienv.files.written: stopped at the last moment (the content
+    """Each writer goes through unienv.utils.files.written: stopped at the last moment (the content
     written, not yet moved into place), the previous file is there, unchanged, and no other."""
     path, write = _writers(tmp_path)[name]
     write(path)
@@ -120,7 +121,7 @@ def test_a_writer_killed_before_its_file_is_whole_leaves_the_previous_one(tmp_pa
     def killed(source, target):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("unienv.files.os.replace", killed)
+    monkeypatch.setattr("unienv.utils.files.os.replace", killed)
     with pytest.raises(KeyboardInterrupt):
         write(path)
     assert path.read_bytes() == previous and sorted(os.listdir(path.parent)) == listing

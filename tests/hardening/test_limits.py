@@ -1,4 +1,4 @@
-"""What a config or a file sets is bounded before it is allocated (unienv.limits), and a policy
+"""What a config or a file sets is bounded before it is allocated (unienv.utils.limits), and a policy
 file is checked against its own tensors before anything is built: issue 27's rows 1, 2, 3, 8, 9,
 10 and 11, each refused with an unienv error naming the argument, on every backend where the row
 concerns the env or DR (genesis builds nothing before these refusals)."""
@@ -16,11 +16,11 @@ import safetensors.torch
 import torch
 
 import unienv
-from unienv import limits
 from unienv.dr.kinds import ActionLatency
 from unienv.errors import ArgumentError, UnknownNameError
 from unienv.terrain import TerrainConfig
-from unienv.wrappers import checkpoint
+from unienv.training import policy as checkpoint
+from unienv.utils import limits
 
 from .test_bad_input import BACKENDS
 

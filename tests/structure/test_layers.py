@@ -15,14 +15,27 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = {"unienv": ROOT / "unienv", "unienv.tasks": ROOT / "tasks"}
 MAX_UNIT_LINES = 320
-# lower layers first: a module may import its own layer and those before it
+# The package's groups, lower first: a module may import its own group and those before it,
+# never one after it (the allowed directions). The folder list is the architecture.
 LAYERS = [
-    ("unienv.errors", "unienv.arrays", "unienv.random", "unienv.rows"),
-    ("unienv.backends",),
-    ("unienv.task", "unienv.tasks", "unienv.terrain"),
-    ("unienv.dr",),
-    ("unienv.env", "unienv.envs"),
+    ("unienv.errors", "unienv.utils"),  # exceptions; arrays, random streams, rows, files, limits
+    ("unienv.backends",),  # the SimBackend contract and one module per engine
+    # what a task is made of: the contract, the tasks, terrain, rendering, sensors, robot models
+    ("unienv.task", "unienv.tasks", "unienv.terrain", "unienv.render", "unienv.sensors", "unienv.robots"),
+    ("unienv.dr",),  # domain randomization, scheduled over a backend's DR terms
+    ("unienv.env", "unienv.make"),  # the VectorEnv and its constructors
+    ("unienv.wrappers", "unienv.training", "unienv.motion", "unienv.deploy"),  # above the env
+    ("unienv.bench", "unienv.tools", "unienv.viewer", "unienv.dynamics"),  # tools behind the CLI
 ]
+# The package's top folder: what `import unienv` and `python -m unienv` need, and the import paths
+# users write (unienv.make, unienv.Task, unienv.errors); everything else lives in a group's folder.
+TOP_LEVEL = {
+    "__init__.py": "import unienv: the public names, the Gymnasium ids, the Hydra configs",
+    "__main__.py": "python -m unienv: list, options, sim2sim, export",
+    "make.py": "unienv.make and the Gymnasium registrations",
+    "task.py": "unienv.Task, the task contract",
+    "errors.py": "unienv.errors, the exceptions users catch",
+}
 
 
 def modules() -> dict[str, pathlib.Path]:
@@ -96,6 +109,33 @@ def test_layers_import_only_downwards():
         if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)
     ]
     assert not upward, upward
+
+
+def test_the_top_folder_holds_only_the_listed_modules():
+    found = {p.name for p in (ROOT / "unienv").glob("*.py")}
+    assert found == set(TOP_LEVEL), (
+        f"unlisted: {sorted(found - set(TOP_LEVEL))}, missing: {sorted(set(TOP_LEVEL) - found)}"
+    )
+
+
+def test_every_module_is_in_a_group():
+    """A new folder takes its place in LAYERS (and so its allowed directions) when it is made."""
+    top = {"unienv." + name.removesuffix(".py") for name in TOP_LEVEL} - {"unienv.__init__"}
+    ungrouped = [name for name in MODULES if layer(name) is None and name not in top | {"unienv"}]
+    assert not ungrouped, ungrouped
+
+
+def test_every_package_is_installed():
+    """pyproject's package list names every folder of unienv (a missing one is absent from a
+    non-editable install)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {
+        ".".join(("unienv", *p.parent.relative_to(ROOT / "unienv").parts))
+        for p in (ROOT / "unienv").rglob("__init__.py")
+    }
+    assert folders <= listed, sorted(folders - listed)
 
 
 def test_no_unit_is_longer_than_a_few_screens():

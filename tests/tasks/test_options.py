@@ -18,7 +18,7 @@ from unienv.__main__ import main
 from unienv.errors import UnknownNameError
 from unienv.task import TaskOptions
 from unienv.tasks import CFG_TASK, DMC_TASKS, TASKS, checked_options, option_defaults, task_class, task_config
-from unienv.wrappers.checkpoint import task_options
+from unienv.training.policy import task_options
 
 CFG = os.path.abspath(os.path.dirname(CFG_TASK))
 PRESETS = {f[: -len(".yaml")]: os.path.join(CFG_TASK, f) for f in os.listdir(CFG_TASK) if f.endswith(".yaml")}

@@ -1,4 +1,4 @@
-"""unienv.resume's env snapshot: an env restored from it steps bit for bit as the env it was taken
+"""unienv.training.checkpoint's env snapshot: an env restored from it steps bit for bit as the env it was taken
 from (physics with solver state, random streams, task memory, curriculum, DR), and a snapshot of
 another env layout is refused."""
 
@@ -7,7 +7,7 @@ import torch
 
 import unienv
 from unienv.errors import ArgumentError
-from unienv.resume import env_state, load_env_state
+from unienv.training.checkpoint import env_state, load_env_state
 
 
 def actions(env, count, seed=0):

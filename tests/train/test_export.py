@@ -13,12 +13,12 @@ import torch
 
 import unienv
 from unienv.errors import ArgumentError
-from unienv.rollout import make_policy, rollout
-from unienv.wrappers.checkpoint import Normalize, load_policy, save_policy
+from unienv.training.policy import Normalize, load_policy, save_policy
+from unienv.training.rollout import make_policy, rollout
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from unienv.export import compare, export_onnx, load_onnx_policy  # noqa: E402
+from unienv.training.export import compare, export_onnx, load_onnx_policy  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLOAT32_ROUNDING = 1e-5  # actions of order 1 after a few layers of float32 sums

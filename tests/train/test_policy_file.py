@@ -14,8 +14,8 @@ import safetensors.torch
 import torch
 
 import unienv
-from unienv.rollout import make_policy
-from unienv.wrappers import checkpoint
+from unienv.training import policy as checkpoint
+from unienv.training.rollout import make_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, "tests", "hardening", "cli_driver.py")

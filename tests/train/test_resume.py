@@ -12,7 +12,7 @@ import time
 import pytest
 import safetensors.torch
 
-from unienv.resume import find_checkpoint, load_checkpoint
+from unienv.training.checkpoint import find_checkpoint, load_checkpoint
 
 pytest.importorskip("rsl_rl")
 

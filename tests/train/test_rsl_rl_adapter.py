@@ -16,7 +16,7 @@ from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor  # noqa: E402
 
 def test_import_unienv_imports_no_rl_library():
     code = (
-        "import sys, unienv, unienv.wrappers, unienv.rollout; "
+        "import sys, unienv, unienv.wrappers, unienv.training.rollout; "
         "print([m for m in ('rsl_rl', 'stable_baselines3', 'tensordict') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,7 +5,7 @@ import torch
 
 import unienv
 from unienv.errors import ArgumentError
-from unienv.rollout import rollout
+from unienv.training.rollout import rollout
 
 skrl = pytest.importorskip("skrl")  # the skrl extra; CI installs it
 

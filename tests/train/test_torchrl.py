@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import unienv
-from unienv.rollout import rollout
+from unienv.training.rollout import rollout
 
 pytest.importorskip("torchrl")  # the torchrl extra; CI installs it
 

@@ -14,7 +14,7 @@ import imageio.v2 as imageio
 import pytest
 
 import unienv
-from unienv.rollout import make_policy, rollout
+from unienv.training.rollout import make_policy, rollout
 
 pytest.importorskip("rsl_rl")
 
@@ -116,7 +116,7 @@ def assert_learning_curve(run_dir):
 
 def test_learning_curve_draws_the_terrain_level_of_a_curriculum_run(tmp_path):
     """A run whose episodes log rsl_rl's Curriculum/terrain_level gets a third panel for it."""
-    from unienv import plots
+    from unienv.utils import plots
 
     rows = [
         {"env_steps": 100 * i, "mean_return": i, "mean_episode_length": 10 + i, "episode": {}}

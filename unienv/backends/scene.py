@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from unienv.arrays import torch_namespace
 from unienv.errors import ArgumentError
+from unienv.utils.arrays import torch_namespace
 
 MJ_FIELDS = {
     "cinert": "body",  # (N, nbody, 10) com-based inertia

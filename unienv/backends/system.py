@@ -15,6 +15,7 @@ import torch
 
 from unienv.backends.scene import load_mjmodel
 from unienv.errors import ArgumentError
+from unienv.utils.limits import available_ram, readable_bytes
 
 
 def checked_device(device: str | torch.device) -> torch.device:
@@ -63,20 +64,3 @@ def check_memory(scene: str | os.PathLike, num_envs: int, sim_dt: float, device:
             f"{readable_bytes(need)} ({readable_bytes(per_env)} each), more than the {readable_bytes(have)} {where}; "
             f"expected at most about {int(have // per_env)}"
         )
-
-
-def available_ram() -> int:
-    """Bytes the kernel can hand out now without swapping (MemAvailable; free pages elsewhere)."""
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration):
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def readable_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}"
-        n /= 1024
-    return ""

@@ -45,12 +45,12 @@ Invariants:
   * a value is always made from the compiled default, never from the last
     sample, so nothing accumulates; every entry (and observation column) is
     written by one term only, so term order does not matter.
-  * each term draws from its own per-env stream (`unienv.random`) keyed by the
+  * each term draws from its own per-env stream (`unienv.utils.random`) keyed by the
     env seed and the term's name: what env i gets depends on the seed, the term
     and env i's own history, never on other envs or on the other terms.
   * a reset or an interval firing writes only the rows of the envs concerned.
 
-Hot path: the manager works on `unienv.rows.Rows`. With `device_rows` (the env's
+Hot path: the manager works on `unienv.utils.rows.Rows`. With `device_rows` (the env's
 choice where the backend's state lives where a host read would wait for it) every call works on all envs through the mask:
 draws are made for every env but advance only the masked envs' streams
 (`EnvRandom.for_mask`, so env i draws what it would alone), buffers change with
@@ -76,7 +76,7 @@ from unienv.dr.config import PARAMS, ROLES, backend_params, parse, preset
 from unienv.dr.kinds import KINDS, ActionLatency, InitState, Kind, Model, ObsNoise, Push
 from unienv.dr.manager import DomainRandomization
 from unienv.dr.spec import DISTRIBUTIONS, OPERATIONS, SCHEDULES, Distribution, Term
-from unienv.rows import Rows, device_rows, host_rows
+from unienv.utils.rows import Rows, device_rows, host_rows
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -11,7 +11,7 @@ The manager (`unienv.dr.DomainRandomization`) schedules and delegates: it calls
 `apply(rows)` at startup, at each reset, or at each interval firing, as the term's
 `schedule` says, and every hook at its time; it keeps what terms share (the
 current value of each backend parameter written, the observation noise offset,
-the ring of past actions). A hook takes `unienv.rows.Rows`, so one hook serves
+the ring of past actions). A hook takes `unienv.utils.rows.Rows`, so one hook serves
 both execution models (host ids, device masks), with no host read on the second.
 
 Adding a kind: one class here (its `name`, `params`, `fields`, `parse`, binding and
@@ -32,13 +32,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from unienv import limits
 from unienv.backends.base import DR_TERMS, SimBackend
 from unienv.dr import spec as read
 from unienv.dr.spec import OPERATIONS, SAMPLED, SCHEDULES, Term, operate
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
-from unienv.random import EnvRandom
-from unienv.rows import Rows
+from unienv.utils import limits
+from unienv.utils.random import EnvRandom
+from unienv.utils.rows import Rows
 
 F64 = torch.float64
 Delayed = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

@@ -8,7 +8,7 @@ keeps what terms share: the current value of every backend parameter written
 (read from the backend once, at startup, so no write reads it back), the
 observation noise offset, and the ring of past actions that latency reads.
 
-Rows: the manager works on `unienv.rows.Rows`, made by the selector it is given
+Rows: the manager works on `unienv.utils.rows.Rows`, made by the selector it is given
 (`host_rows` where host reads are free, `device_rows` where they are not; the
 env chooses once, from the backend's capabilities). The env makes the rows of a
 reset once and hands the same object to `reset`, `reset_state` and
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from unienv import limits
 from unienv.backends.base import SimBackend
 from unienv.dr.config import backend_params, is_terms, parse, with_roles
 from unienv.dr.kinds import KINDS, Kind
 from unienv.dr.spec import Term
 from unienv.errors import ArgumentError
-from unienv.rows import Rows, RowSelector, host_rows
+from unienv.utils import limits
+from unienv.utils.rows import Rows, RowSelector, host_rows
 
 
 class DomainRandomization:
@@ -40,7 +40,7 @@ class DomainRandomization:
     The env calls `startup()` once after the backend is built, `reset(rows)` and
     `reset_state(rows, qpos, qvel)` in each reset, `actions(...)` before each
     physics step and `observation(...)` on each observation. `rows` selects envs
-    as `unienv.rows` says: by id where host reads are free, by mask (static
+    as `unienv.utils.rows` says: by id where host reads are free, by mask (static
     shapes, no host read) elsewhere, as the selector given at construction makes
     them.
     """

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
-from unienv.random import Sampler
+from unienv.utils import limits
+from unienv.utils.random import Sampler
 
 DISTRIBUTIONS = ("uniform", "log_uniform", "gaussian")
 OPERATIONS = ("abs", "scale", "add")

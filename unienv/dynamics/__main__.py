@@ -12,8 +12,8 @@ import argparse
 import glob
 import os
 
-from unienv import cli
 from unienv.errors import unknown_name
+from unienv.tools import cli
 
 
 def shipped_scenes() -> dict[str, str]:

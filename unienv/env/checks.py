@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-from unienv import limits
 from unienv.errors import ArgumentError, unknown_name
-from unienv.limits import MAX_COUNT
+from unienv.utils import limits
+from unienv.utils.limits import MAX_COUNT
 
 NONFINITE_ACTIONS = ("raise", "zero")
 # actions outside the action space: "clip" (default) or "raise"; Gymnasium's pass-through is not

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
-from unienv.arrays import to_numpy
 from unienv.errors import ArgumentError
+from unienv.utils.arrays import to_numpy
 
 
 class NumpyEnv(VectorWrapper):

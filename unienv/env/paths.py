@@ -39,12 +39,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.arrays import numpy_dtype
 from unienv.env.checks import check_task_output, checked_action_input
 from unienv.env.graph import GraphedStep
 from unienv.errors import ArgumentError
-from unienv.random import EnvRandom, Sampler
-from unienv.rows import Rows, device_rows, host_rows
+from unienv.utils.arrays import numpy_dtype
+from unienv.utils.random import EnvRandom, Sampler
+from unienv.utils.rows import Rows, device_rows, host_rows
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ mode; unienv's own are the env's returns, before any reward wrapper.
 
 Every info key `k` that is per env comes with a `_k` bool mask. Seeding:
 env i's resets sample from its own stream keyed by seed + i
-(`unienv.random`), so the same seed gives the same trajectories bit for bit on
+(`unienv.utils.random`), so the same seed gives the same trajectories bit for bit on
 the CPU, and env i of a vector seeded s matches a single env seeded s + i.
 
 Domain randomization (`dr=`, see `unienv.dr`) hooks in at four places, and
@@ -57,7 +57,6 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from unienv.arrays import to_numpy
 from unienv.backends import SimBackend
 from unienv.dr import DomainRandomization
 from unienv.env.checks import (
@@ -72,9 +71,10 @@ from unienv.env.checks import (
 )
 from unienv.env.paths import choose_path, graph_wanted
 from unienv.errors import ArgumentError, BackendClosedError, NeedsResetError
-from unienv.random import EnvRandom
 from unienv.task import Task
 from unienv.tasks import require
+from unienv.utils.arrays import to_numpy
+from unienv.utils.random import EnvRandom
 
 
 class UniEnv(VectorEnv):

@@ -5,7 +5,6 @@
     unienv.wrappers.skrl.SkrlVecEnv(env)        skrl env Wrapper (torch on the env's device)
     unienv.wrappers.normalize                   running mean/std of observations and rewards on
                                                 batched torch tensors, SAME_STEP-aware (CleanRL loops)
-    unienv.wrappers.checkpoint                  the policy file train.py writes and play.py reads
 
 A CleanRL-style loop needs no adapter: a UniEnv is a Gymnasium VectorEnv with SAME_STEP autoreset,
 the terminal observation in info["final_obs"] and episode statistics in info["final_info"]["episode_stats"].

@@ -31,7 +31,7 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from unienv.errors import ArgumentError
-from unienv.wrappers.checkpoint import Normalize
+from unienv.training.policy import Normalize
 
 
 class RslRlVecEnv(VecEnv):
@@ -135,7 +135,7 @@ class RslRlVecEnv(VecEnv):
 
 def exportable_actor(runner) -> torch.nn.Sequential:
     """The runner's deterministic actor (observation normalizer, MLP, Gaussian mean) as a plain
-    torch.nn.Sequential that unienv.wrappers.checkpoint.save_policy can write as tensors and JSON."""
+    torch.nn.Sequential that unienv.training.policy.save_policy can write as tensors and JSON."""
     model = runner.get_inference_policy(device="cpu").as_jit()
     if type(model.deterministic_output).__name__ != "_IdentityDeterministicOutput":
         raise ArgumentError(

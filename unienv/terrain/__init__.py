@@ -38,12 +38,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from unienv import limits
-from unienv.arrays import NUMPY, torch_namespace
 from unienv.backends.base import TERRAIN_GROUP
 from unienv.backends.scene import MAX_HFIELD_SIDE
 from unienv.errors import ArgumentError, unknown_name
-from unienv.files import written
+from unienv.utils import limits
+from unienv.utils.arrays import NUMPY, torch_namespace
+from unienv.utils.files import written
 
 TYPES = ("flat", "rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "obstacles")
 STEP_WIDTH = 0.3  # m, the tread of a stair

@@ -13,12 +13,12 @@ written: a refused config or file changes nothing.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
 import torch
 
-from unienv.backends.system import available_ram, readable_bytes
 from unienv.errors import ArgumentError
 
 MAX_COUNT = 2**62
@@ -91,3 +91,21 @@ def _extreme(x: np.ndarray) -> str:
     if np.isnan(flat).any():
         return "nan"
     return f"{float(flat[np.argmax(np.abs(flat))]):.6g}"
+
+
+def available_ram() -> int:
+    """Bytes the kernel can hand out now without swapping (MemAvailable; free pages elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def readable_bytes(n: float) -> str:
+    """A byte count as a person reads it: 1.5 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return ""

@@ -5,7 +5,7 @@
     check_layout(meta, env)                           # raises ArgumentError if env is another layout
 
 `python -m unienv export policy.safetensors --onnx policy.onnx` writes the same network as ONNX
-with the same layout metadata, for deployment (unienv.export).
+with the same layout metadata, for deployment (unienv.training.export).
 
 The file is a safetensors file (https://huggingface.co/docs/safetensors): the weights, and in its
 header metadata one JSON string, `unienv`, holding:
@@ -47,10 +47,10 @@ import safetensors
 import safetensors.torch
 import torch
 
-from unienv import limits
 from unienv.errors import ArgumentError
-from unienv.files import written
 from unienv.tasks import constructor_options
+from unienv.utils import limits
+from unienv.utils.files import written
 
 FORMAT = "unienv.policy/2"
 META_KEY = "unienv"
@@ -319,7 +319,7 @@ def _kind(path: str, error: Exception) -> str:
         )
     if start[:1] == b"\x80" and start[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO 2-5
         return "it is a pickle, whose loading can run code"
-    return f"expected a safetensors file written by unienv.wrappers.checkpoint.save_policy ({error})"
+    return f"expected a safetensors file written by unienv.training.policy.save_policy ({error})"
 
 
 class _ClippedPolicy(torch.nn.Module):

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 
-from unienv.random import EnvRandom, Sampler
+from unienv.utils.random import EnvRandom, Sampler
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from unienv.env import UniEnv
 from unienv.errors import ArgumentError
-from unienv.wrappers import checkpoint
+from unienv.training import policy as checkpoint
 
 Policy = Callable[[torch.Tensor], torch.Tensor]
 
@@ -41,10 +41,10 @@ class RolloutStats:
 def make_policy(spec: str, env: UniEnv) -> Policy:
     """ "zero", "random" (uniform in the action space), or a path to a policy file.
 
-    A policy file comes from train.py or unienv.wrappers.checkpoint.save_policy: tensors and JSON,
+    A policy file comes from train.py or unienv.training.policy.save_policy: tensors and JSON,
     never unpickled (a pickle, TorchScript or torch.export file is refused, since loading one can
     run code). A `.onnx` file written by `unienv export` runs in onnxruntime, with no torch model
-    involved (unienv.export). Either is refused, naming each difference, unless its task, options and
+    involved (unienv.training.export). Either is refused, naming each difference, unless its task, options and
     observation/action layout match env's.
     """
     low = torch.as_tensor(env.single_action_space.low, device=env.device)
@@ -60,7 +60,7 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
             f"policy: expected 'zero', 'random' or the path of a policy file, got {spec!r} (file not found)"
         )
     if str(spec).endswith(".onnx"):
-        from unienv.export import load_onnx_policy
+        from unienv.training.export import load_onnx_policy
 
         policy, meta = load_onnx_policy(str(spec), device=env.device)
         checkpoint.check_layout(meta, env, path=str(spec))

@@ -271,9 +271,3 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     print(f"  a renderer's creation (GL context, shaders, textures): {1000 * created:.0f} ms")
     print(f"  the 2-process pool's start (spawn, import, renderers): {1000 * started:.0f} ms")
     return best | {"renderer_creation": created, "pool_start": started}
-
-
-if __name__ == "__main__":
-    import unienv  # noqa: F401  (MUJOCO_GL=egl on a headless machine, before the first render)
-
-    main()

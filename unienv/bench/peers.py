@@ -33,6 +33,7 @@ import torch
 
 import unienv
 from unienv import backends
+from unienv.bench.replay import REPLAY_STEPS, Replay
 from unienv.tasks import gym_id
 
 PEER_TASKS = (
@@ -158,8 +159,6 @@ def measure_many(task: str, num_envs: int, seconds: float, rounds: int, seed: in
         "sync": gym.make_vec(v5_id(task), num_envs=num_envs, vectorization_mode="sync"),
         "envpool": _envpool(task, num_envs, seed),
     }
-    from unienv.bench import REPLAY_STEPS, Replay  # bench imports this module
-
     env = envs["unienv"]
     loops = {"unienv": _vector_loop(env, seed, "unienv")}
     replay = Replay(

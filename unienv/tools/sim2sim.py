@@ -30,11 +30,12 @@ import numpy as np
 import torch
 
 import unienv
-from unienv import cli, plots
 from unienv.backends import BACKENDS as REGISTRY
 from unienv.errors import ArgumentError, CapabilityError
-from unienv.rollout import make_policy, rollout
 from unienv.tasks import task_class
+from unienv.tools import cli
+from unienv.training.rollout import make_policy, rollout
+from unienv.utils import plots
 
 CHECKPOINTS = (1, 10, 100, 1000)
 BACKENDS = tuple(REGISTRY)  # the registry's, mujoco (the reference) first

@@ -4,7 +4,7 @@
     export_onnx("policy.safetensors", "policy.onnx")       # -> the layout metadata it wrote
     policy, meta = load_onnx_policy("policy.onnx")          # onnxruntime; policy(obs (N, obs_dim)) -> actions
 
-The ONNX graph is built node by node from the policy file's layer list (unienv.wrappers.checkpoint),
+The ONNX graph is built node by node from the policy file's layer list (unienv.training.policy),
 so it computes what the torch module computes, in the same order and in float32:
 
     obs (batch, obs_dim) float32 -> [Sub mean, Div std] -> Gemm / activation ... -> Max low, Min high
@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from unienv.errors import ArgumentError, install_command
-from unienv.files import written
-from unienv.wrappers.checkpoint import META_KEY, Normalize, load_policy
+from unienv.training.policy import META_KEY, Normalize, load_policy
+from unienv.utils.files import written
 
 OPSET = 17
 ONNX_FORMAT = "unienv.onnx/1"

@@ -9,7 +9,7 @@ What an env carries between steps, and so what `env_state` holds:
 - the physics of every env, `backend.get_physics_state()` (time, qpos, qvel and the engine's solver
   state, such as MuJoCo's warm start), so the next step is bit-identical;
 - every tensor and NumPy array the env, its task, its DR manager and its random streams keep
-  (`unienv.random` counters, per-env memory such as commands, the task's last reading, episode
+  (`unienv.utils.random` counters, per-env memory such as commands, the task's last reading, episode
   returns and lengths, a terrain curriculum's levels, DR's current parameters, latency rings and
   timers), found by walking those objects' attributes and named by their attribute path;
 - the per-env DR parameters written to the backend (body masses, frictions, ...), rewritten from
@@ -35,7 +35,7 @@ import torch
 
 from unienv.backends import SimBackend
 from unienv.errors import ArgumentError
-from unienv.files import written
+from unienv.utils.files import written
 
 FORMAT = "unienv.train/1"
 CHECKPOINT = re.compile(r"model_(\d+)\.pt")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from unienv.arrays import NUMPY, torch_namespace
+from unienv.utils.arrays import NUMPY, torch_namespace
 
 _GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64
 _MUL1 = -4658895280553007687  # 0xBF58476D1CE4E5B9

@@ -19,10 +19,10 @@ play.py records no video unless `+sweep.video=true`, and each job writes
 
 When the sweep ends, the `SweepSummary` callback (in cfg/config.yaml under
 hydra.callbacks) gathers every run's metrics into `summary.csv` and
-`summary.json` in the sweep directory, draws `summary.png` (unienv.plots: the
+`summary.json` in the sweep directory, draws `summary.png` (unienv.utils.plots: the
 mean return as a heatmap over two swept parameters, else bars with the
 standard deviation as error bars) and prints the table;
-`python -m unienv.sweep SWEEP_DIR` does the same afterwards. Reading the runs'
+`python -m unienv.tools.sweep SWEEP_DIR` does the same afterwards. Reading the runs'
 files, not the launcher's return values, makes the summary the same whatever
 launcher ran the jobs and wherever.
 """
@@ -39,8 +39,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
-from unienv import plots
-from unienv.files import write_json, written
+from unienv.utils import plots
+from unienv.utils.files import write_json, written
 
 METRICS = "metrics.json"
 _SHOWN = ("episodes", "return_mean", "return_std", "length_mean", "termination_rate")
@@ -165,7 +165,7 @@ def _write_csv(path: str, rows: Sequence[Mapping[str, Any]]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m unienv.sweep SWEEP_DIR", file=sys.stderr)
+        print("usage: python -m unienv.tools.sweep SWEEP_DIR", file=sys.stderr)
         return 2
     print(summarize(argv[0]))
     return 0

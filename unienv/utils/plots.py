@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from unienv.errors import install_command
-from unienv.files import written
+from unienv.utils.files import written
 
 
 def new_figure(path: str, **options: Any):

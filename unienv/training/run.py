@@ -1,0 +1,274 @@
+"""train.py's run (`train(cfg)`): build the envs, train with rsl_rl's PPO (`runner`), write the
+metrics, the learning curve and the policy file, then evaluate that file on fresh envs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+import unienv
+from unienv.errors import ArgumentError
+from unienv.training import runner as runner_module
+from unienv.training.checkpoint import load_checkpoint
+from unienv.training.policy import save_policy
+from unienv.training.rollout import make_policy, rollout
+from unienv.utils import files, plots
+from unienv.utils.numbers import finite_or_none as _number
+from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor
+
+
+class TrackingError:
+    """The quadruped's mean velocity-tracking error along a rollout, from its observations.
+
+    tasks/quadruped.py observes the base-frame linear velocity at 0:3 and angular velocity at 3:6,
+    and the command (vx, vy, yaw rate) at 9:12, each scaled. Called with each step's (obs, info), it
+    sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s) over every env and step, taking an
+    ended episode's last observation (info["final_obs"]) rather than its successor's first. With
+    observation noise (DR) the errors include the noise.
+    """
+
+    def __init__(self, task):
+        self.scale = torch.cat((task.base_obs_scale[[0, 1, 5]], task.command_scale))
+        self.lin = self.yaw = 0.0
+        self.count = 0
+
+    def __call__(self, obs: torch.Tensor, info: dict) -> None:
+        if "final_obs" in info:
+            obs = torch.where(info["_final_obs"][:, None], info["final_obs"], obs)
+        unscaled = obs[:, [0, 1, 5, 9, 10, 11]] / self.scale
+        error = unscaled[:, 3:] - unscaled[:, :3]
+        self.lin = self.lin + error[:, :2].norm(dim=1).sum()  # stays on the device until result()
+        self.yaw = self.yaw + error[:, 2].abs().sum()
+        self.count += len(obs)
+
+    def result(self) -> dict:
+        return {
+            "lin_vel_error": _number(self.lin / self.count),
+            "yaw_rate_error": _number(self.yaw / self.count),
+        }
+
+
+def write_json(path: str, data: dict) -> None:
+    """data as JSON at path, replaced whole (a reader never sees half a file)."""
+    files.write_json(path, data, indent=1)
+
+
+def process_group() -> tuple[int, int, int]:
+    """(rank, local rank, world size) from torchrun's environment; (0, 0, 1) without torchrun."""
+    return int(os.getenv("RANK", "0")), int(os.getenv("LOCAL_RANK", "0")), int(os.getenv("WORLD_SIZE", "1"))
+
+
+def train(cfg: DictConfig) -> None:
+    """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation."""
+    rank, local_rank, world = process_group()
+    max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
+    if max_seconds is not None and world > 1:  # processes stopping at different iterations would hang
+        raise ValueError("train.max_seconds: a time budget needs one process (got WORLD_SIZE > 1)")
+    if resume is not None and world > 1:
+        raise ArgumentError("train.resume: resuming needs one process (got WORLD_SIZE > 1)")
+    minutes = cfg.train.checkpoint_minutes
+    if minutes is not None and (
+        isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
+    ):
+        raise ArgumentError(f"train.checkpoint_minutes: expected a number > 0 or null, got {minutes!r}")
+    checkpoint = load_checkpoint(hydra.utils.to_absolute_path(resume)) if resume is not None else None
+    task_options = OmegaConf.to_container(cfg.task, resolve=True)
+    backend_options = OmegaConf.to_container(cfg.backend)
+    task, backend = task_options.pop("name"), backend_options.pop("name")
+    device = cfg.device
+    if world > 1 and device is not None and torch.device(device).type == "cuda":
+        device = f"cuda:{local_rank}"
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
+    torch.manual_seed(cfg.seed + rank)
+    env = unienv.make(
+        task,
+        backend=backend,
+        num_envs=cfg.num_envs,
+        device=device,
+        seed=cfg.seed + rank * cfg.num_envs,
+        dr=cfg.dr,
+        task_options=task_options,
+        backend_options={k: v for k, v in backend_options.items() if v is not None},
+    )
+    vec_env = RslRlVecEnv(env)
+    run_dir = hydra.core.hydra_config.HydraConfig.get().runtime.output_dir
+    runner_cfg = OmegaConf.to_container(cfg.train.runner, resolve=True)
+    # a checkpoint at least every run's length, so that no run ends with only its first one
+    runner_cfg["save_interval"] = max(1, min(runner_cfg["save_interval"], cfg.train.iterations))
+    metrics_path = hydra.utils.to_absolute_path(
+        cfg.train.metrics_path or os.path.join(run_dir, "metrics.json")
+    )
+    if rank == 0:
+        os.makedirs(os.path.dirname(metrics_path), exist_ok=True)
+    metrics = {
+        "task": task,
+        "backend": backend,
+        "device": vec_env.device,
+        "num_envs": cfg.num_envs,
+        "processes": world,
+        "seed": cfg.seed,
+        "num_steps_per_env": runner_cfg["num_steps_per_env"],
+        "iterations": cfg.train.iterations,
+        "max_seconds": max_seconds,
+    }
+    stop = runner_module.StopSignal()
+    runner = runner_module.Runner(
+        vec_env,
+        runner_cfg,
+        log_dir=run_dir if rank == 0 else None,
+        device=vec_env.device,
+        max_seconds=max_seconds,
+        on_iteration=(lambda: write_json(metrics_path, metrics)) if rank == 0 else None,
+        checkpoint_seconds=None if minutes is None else 60.0 * minutes,
+        stop=stop,
+    )
+    runner.run_identity = run_identity(cfg, task, backend, world)
+    metrics["curve"] = runner.curve  # the runner appends a row per iteration
+    remaining = cfg.train.iterations
+    if checkpoint is not None:
+        path, state = checkpoint
+        runner.restore(path, state)
+        remaining -= state["iterations"]
+        if remaining <= 0:
+            raise ArgumentError(
+                f"train.resume: {path} has done {state['iterations']} of the run's {cfg.train.iterations} "
+                "iterations; raise train.iterations to train on"
+            )
+        metrics["resumed"] = {"checkpoint": path, "iterations": state["iterations"]}
+        print(f"resumed {path}: {state['iterations']} iterations done, {remaining} to go", flush=True)
+
+    start = time.perf_counter()
+    try:
+        runner.learn(remaining, init_at_random_ep_len=cfg.train.init_at_random_ep_len and checkpoint is None)
+    finally:
+        stop.restore()
+    seconds = time.perf_counter() - start
+    env.close()
+    finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, world)
+    if runner.stop.received is not None:
+        sys.exit(128 + runner.stop.received)
+
+
+def run_identity(cfg: DictConfig, task: str, backend: str, world: int) -> dict:
+    """What a checkpoint must share with this run to be resumed by it: the env and the learner."""
+    runner = OmegaConf.to_container(cfg.train.runner, resolve=True)
+    return {
+        "task": task,
+        "task_options": OmegaConf.to_container(cfg.task, resolve=True),
+        "backend": backend,
+        "dr": OmegaConf.to_container(cfg.dr, resolve=True) if cfg.dr is not None else None,
+        "num_envs": cfg.num_envs,
+        "seed": cfg.seed,
+        "processes": world,
+        "runner": {
+            k: runner[k] for k in ("num_steps_per_env", "algorithm", "actor", "critic") if k in runner
+        },
+    }
+
+
+def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, world) -> None:
+    """After training: the summary, metrics.json, the learning curve, the policy file and (unless
+    a signal stopped the run) its evaluation; on process 0."""
+    task, backend = metrics["task"], metrics["backend"]
+    done = len(runner.curve)  # every process logs each iteration; a resumed run's rows included
+    iterations = done - metrics.get("resumed", {}).get("iterations", 0)
+    env_steps = iterations * runner.cfg["num_steps_per_env"] * cfg.num_envs * world
+    if world > 1:  # one line per process: its env seeds, and a digest of its policy (equal on all ranks)
+        params = torch.cat([p.detach().flatten().cpu() for p in runner.alg.get_policy().parameters()])
+        print(
+            f"rank {rank}/{world}: envs seeded {cfg.seed + rank * cfg.num_envs}..{cfg.seed + (rank + 1) * cfg.num_envs - 1}"
+            f" on {runner.env.device}, policy digest {float(params.double().sum()):.10e}",
+            flush=True,
+        )
+        torch.distributed.barrier()  # every process has finished its last update
+    if rank != 0:
+        return
+    rewards = list(runner.logger.rewbuffer)
+    mean_return = sum(rewards) / len(rewards) if rewards else float("nan")
+    print(
+        f"trained {task} on {backend} x{cfg.num_envs} envs x{world} processes: {env_steps} env steps in "
+        f"{seconds:.1f} s ({env_steps / seconds:.0f} steps/s); mean return of the last {len(rewards)} "
+        f"training episodes {mean_return:.2f}"
+    )
+    metrics["summary"] = {
+        "iterations": done,
+        "stopped_by": runner.stopped_by,
+        "env_steps": done * runner.cfg["num_steps_per_env"] * cfg.num_envs * world,
+        "train_seconds": runner.curve[-1]["seconds"] if runner.curve else seconds,
+        "steps_per_s": env_steps / seconds,
+        "mean_return": _number(mean_return),
+    }
+    write_json(metrics_path, metrics)
+    curve = os.path.join(os.path.dirname(metrics_path), "learning_curve.png")
+    processes = f" x {world} processes" if world > 1 else ""
+    title = f"rsl_rl PPO on {task} ({backend}, {cfg.num_envs} envs{processes})"
+    if plots.learning_curve(runner.curve, curve, title) is not None:
+        print(f"learning curve: {curve}")
+
+    path = hydra.utils.to_absolute_path(cfg.train.policy_path or os.path.join(run_dir, "policy.safetensors"))
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    info = {
+        "library": "rsl_rl",
+        "iterations": done,
+        "env_steps": metrics["summary"]["env_steps"],
+        "num_envs": cfg.num_envs,
+        "processes": world,
+        "seed": cfg.seed,
+        "train_seconds": round(metrics["summary"]["train_seconds"], 1),
+        "train_mean_return": mean_return,
+    }
+    save_policy(path, exportable_actor(runner), env, backend=backend, info=info)
+    print(f"policy: {path}")
+    metrics["policy"] = path
+    if runner.stop.received is None:
+        task_options = OmegaConf.to_container(cfg.task, resolve=True)
+        task_options.pop("name")
+        backend_options = OmegaConf.to_container(cfg.backend)
+        backend_options.pop("name")
+        metrics["eval"] = evaluate(cfg, task, backend, str(env.device), task_options, backend_options, path)
+    write_json(metrics_path, metrics)
+    print(f"metrics: {metrics_path}")
+
+
+def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> dict | None:
+    """Roll the saved policy file out deterministically on fresh envs; print and return its episode
+    statistics (and, for the quadruped, its mean velocity-tracking error)."""
+    steps = cfg.train.eval_steps
+    if steps == 0:
+        return None
+    env = unienv.make(
+        task,
+        backend=backend,
+        num_envs=cfg.num_envs,
+        device=device,
+        seed=cfg.seed + 10_000,
+        dr=cfg.dr,
+        task_options=task_options,
+        backend_options={k: v for k, v in backend_options.items() if v is not None},
+    )
+    tracking = TrackingError(env.task) if task == "quadruped" else None
+    try:
+        policy = make_policy(path, env)
+        stats = rollout(env, policy, steps or env.max_episode_steps, on_step=tracking, progress=False)
+    finally:
+        env.close()
+    s = stats.summary()
+    print(
+        f"eval: {s['episodes']} episodes, return {s['return_mean']:.2f} +- {s['return_std']:.2f}, "
+        f"length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}"
+    )
+    result = {k: v if isinstance(v, int) else _number(v) for k, v in s.items()}
+    result |= {"steps": stats.steps, "num_envs": env.num_envs}
+    if tracking is not None:
+        result |= tracking.result()
+        print(
+            f"eval: velocity tracking error {result['lin_vel_error']:.3f} m/s (planar), "
+            f"{result['yaw_rate_error']:.3f} rad/s (yaw rate)"
+        )
+    return result
