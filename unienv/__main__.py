@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
         list_options(args.task)
     elif args.command == "sim2sim":
-        from unienv import sim2sim
+        from unienv.tools import sim2sim
 
         sim2sim.main(rest)
     return 0
