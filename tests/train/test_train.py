@@ -150,3 +150,33 @@ def test_the_curriculum_preset_trains_quadruped_rough_on_its_cpu_settings(tmp_pa
     assert "trained quadruped_rough on mujoco x8 envs x1 processes: 128 env steps" in out, out[-2000:]
     config = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
     assert "tile_size: 2.0" in config and "scan_resolution: 0.2" in config and "- 0.5" in config
+
+
+PRESETS = sorted(
+    name[:-5] for name in os.listdir(os.path.join(ROOT, "cfg", "train")) if name.endswith(".yaml")
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_documented_preset_trains_through_its_evaluation(preset, tmp_path):
+    """Each cfg/train/ preset on the CPU: one tiny iteration, the policy file, then the
+    evaluation of that file (the quadruped's prints its velocity-tracking error)."""
+    out = run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "train.py"),
+            f"train={preset}",
+            "num_envs=4",
+            "device=null",
+            "backend=mujoco",
+            "train.iterations=1",
+            "train.runner.num_steps_per_env=4",
+            "train.eval_steps=4",
+            f"hydra.run.dir={tmp_path}/run",
+        ],
+        cwd=tmp_path,
+    )
+    assert "eval: " in out and (tmp_path / "run" / "policy.safetensors").exists(), out[-2000:]
+    if preset == "ppo_quadruped":
+        assert "velocity tracking error" in out, out[-2000:]

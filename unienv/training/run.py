@@ -33,14 +33,16 @@ class TrackingError:
     """
 
     def __init__(self, task):
-        self.scale = torch.cat((task.base_obs_scale[[0, 1, 5]], task.command_scale))
+        # the task's arrays are NumPy on the CPU engine and torch on device backends
+        base, command = torch.as_tensor(task.base_obs_scale), torch.as_tensor(task.command_scale)
+        self.scale = torch.cat((base[[0, 1, 5]], command.to(base.dtype)))
         self.lin = self.yaw = 0.0
         self.count = 0
 
     def __call__(self, obs: torch.Tensor, info: dict) -> None:
         if "final_obs" in info:
             obs = torch.where(info["_final_obs"][:, None], info["final_obs"], obs)
-        unscaled = obs[:, [0, 1, 5, 9, 10, 11]] / self.scale
+        unscaled = obs[:, [0, 1, 5, 9, 10, 11]] / self.scale.to(obs.device, obs.dtype)
         error = unscaled[:, 3:] - unscaled[:, :3]
         self.lin = self.lin + error[:, :2].norm(dim=1).sum()  # stays on the device until result()
         self.yaw = self.yaw + error[:, 2].abs().sum()
