@@ -10,8 +10,8 @@ that, every timeout_s / 10 seconds (at most 1 s), adds 1 to its own counter in t
 reads every peer's. A peer whose counter has not moved for timeout_s (a process stopped with
 SIGSTOP, frozen, or cut off from the network) makes the watchdog print one line naming it and
 end its own process with status 1; torchrun then ends the rest of the job (SIGTERM, then SIGKILL
-after its --shutdown_timeout, 30 s by default), so a rank that stops answering ends the job within
-timeout_s + the shutdown timeout. A rank that dies is seen by torchrun itself, at once.
+30 s later, the wait torch 2.x's launcher gives a failed job's other workers), so a rank that stops
+answering ends the job within timeout_s + 30 s. A rank that dies is seen by torchrun, at once.
 
 A rank can also be alive (its watchdog beating) but stuck inside one call, such as a driver call:
 every collective (gloo and nccl) is created with a timeout of 2 * timeout_s, after which it raises
