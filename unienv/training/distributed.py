@@ -80,11 +80,18 @@ class ProcessGroup:
         with contextlib.suppress(Exception):  # the job is ending anyway; a peer sees the beat stop
             self.store.add(f"{self.prefix}/done/{self.rank}", 1)
 
+    @staticmethod
+    def is_collective_failure(error: BaseException) -> bool:
+        """Whether an exception is a collective's timeout or a peer's closed connection."""
+        return isinstance(error, dist.DistError) or any(
+            word in str(error) for word in ("gloo", "NCCL", "Timed out", "timed out", "Connection closed")
+        )
+
     def timeout_error(self, error: BaseException) -> str:
-        """One line for a collective that raised (its timeout passed, or a peer's connection closed)."""
+        """One line for a collective that failed: its timeout passed, or a peer's connection closed."""
         return (
-            f"rank {self.rank}/{self.world}: a collective failed after waiting up to "
-            f"{2 * self.timeout_s:.0f} s (a rank is stuck in a call or has gone): {str(error).splitlines()[0]}"
+            f"rank {self.rank}/{self.world}: a collective failed (a peer has gone, or it waited past "
+            f"its {2 * self.timeout_s:.0f} s timeout): {str(error).splitlines()[0]}"
         )
 
     def _watch(self) -> None:

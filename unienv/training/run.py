@@ -156,7 +156,9 @@ def train(cfg: DictConfig) -> None:
     start = time.perf_counter()
     try:
         runner.learn(remaining, init_at_random_ep_len=cfg.train.init_at_random_ep_len and checkpoint is None)
-    except torch.distributed.DistError as e:  # a collective timed out, or a peer's connection closed
+    except RuntimeError as e:  # gloo and nccl raise RuntimeErrors (some DistErrors)
+        if runner.group is None or not runner.group.is_collective_failure(e):
+            raise
         print(runner.group.timeout_error(e), file=sys.stderr, flush=True)
         sys.exit(1)
     finally:
