@@ -33,7 +33,9 @@ or SIGINT: the iteration under way finishes, the checkpoint, metrics.json and th
 written, and train.py exits with status 128 + the signal's number (a second signal stops at once).
 `train.resume=<run dir or model_<it>.pt>` continues that run with the same options: train.iterations
 is the run's total, the curve continues in metrics.json, and on the CPU the resumed iterations give
-the same losses and returns, bit for bit, as the uninterrupted run. Resuming needs one process.
+the same losses and returns, bit for bit, as the uninterrupted run. Under torchrun the checkpoint
+holds every rank's state: on as many ranks the run continues exactly; on another number the learner
+and the iteration carry over and each rank's envs start fresh (docs/training.md, Distributed).
 """
 
 from __future__ import annotations

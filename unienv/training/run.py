@@ -15,6 +15,7 @@ import unienv
 from unienv.errors import ArgumentError
 from unienv.training import runner as runner_module
 from unienv.training.checkpoint import load_checkpoint
+from unienv.training.distributed import check_timeout
 from unienv.training.policy import save_policy
 from unienv.training.rollout import make_policy, rollout
 from unienv.utils import files, plots
@@ -69,10 +70,7 @@ def train(cfg: DictConfig) -> None:
     """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation."""
     rank, local_rank, world = process_group()
     max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
-    if max_seconds is not None and world > 1:  # processes stopping at different iterations would hang
-        raise ValueError("train.max_seconds: a time budget needs one process (got WORLD_SIZE > 1)")
-    if resume is not None and world > 1:
-        raise ArgumentError("train.resume: resuming needs one process (got WORLD_SIZE > 1)")
+    timeout_s = check_timeout(cfg.distributed.timeout_s)
     minutes = cfg.train.checkpoint_minutes
     if minutes is not None and (
         isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
@@ -129,25 +127,42 @@ def train(cfg: DictConfig) -> None:
         on_iteration=(lambda: write_json(metrics_path, metrics)) if rank == 0 else None,
         checkpoint_seconds=None if minutes is None else 60.0 * minutes,
         stop=stop,
+        timeout_s=timeout_s,
     )
     runner.run_identity = run_identity(cfg, task, backend, world)
     metrics["curve"] = runner.curve  # the runner appends a row per iteration
     remaining = cfg.train.iterations
     if checkpoint is not None:
         path, state = checkpoint
-        runner.restore(path, state)
+        how = runner.restore(path, state)
         remaining -= state["iterations"]
         if remaining <= 0:
             raise ArgumentError(
                 f"train.resume: {path} has done {state['iterations']} of the run's {cfg.train.iterations} "
                 "iterations; raise train.iterations to train on"
             )
-        metrics["resumed"] = {"checkpoint": path, "iterations": state["iterations"]}
-        print(f"resumed {path}: {state['iterations']} iterations done, {remaining} to go", flush=True)
+        was = state["run"].get("processes", 1)
+        metrics["resumed"] = {
+            "checkpoint": path,
+            "iterations": state["iterations"],
+            "processes": was,
+            "envs": how,
+        }
+        if rank == 0:
+            print(
+                f"resumed {path}: {state['iterations']} iterations done, {remaining} to go; "
+                f"{was} -> {world} processes, envs {'restored' if how == 'exact' else 're-seeded'}",
+                flush=True,
+            )
 
     start = time.perf_counter()
     try:
         runner.learn(remaining, init_at_random_ep_len=cfg.train.init_at_random_ep_len and checkpoint is None)
+    except RuntimeError as e:  # gloo and nccl raise RuntimeErrors (some DistErrors)
+        if runner.group is None or not runner.group.is_collective_failure(e):
+            raise
+        print(runner.group.timeout_error(e), file=sys.stderr, flush=True)
+        sys.exit(1)
     finally:
         stop.restore()
     seconds = time.perf_counter() - start
@@ -189,6 +204,7 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
             flush=True,
         )
         torch.distributed.barrier()  # every process has finished its last update
+        runner.group.stop()  # no collective after this: a rank that exits now is no hang
     if rank != 0:
         return
     rewards = list(runner.logger.rewbuffer)
@@ -201,7 +217,7 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
     metrics["summary"] = {
         "iterations": done,
         "stopped_by": runner.stopped_by,
-        "env_steps": done * runner.cfg["num_steps_per_env"] * cfg.num_envs * world,
+        "env_steps": runner.curve[-1]["env_steps"] if runner.curve else 0,
         "train_seconds": runner.curve[-1]["seconds"] if runner.curve else seconds,
         "steps_per_s": env_steps / seconds,
         "mean_return": _number(mean_return),

@@ -1,6 +1,11 @@
 """rsl_rl's PPO runner as train.py drives it: a curve row per iteration, checkpoints on a timer
 and on SIGTERM/SIGINT (after the iteration under way), a time budget, resume and data-parallel
 ranks. Imports rsl_rl (the `rsl-rl` extra) at module level: `unienv.training` does not import it.
+
+Under torchrun every decision to stop or to checkpoint is taken by all ranks together, after the
+same iteration (one all-reduce of the signal, timer and budget flags per iteration); a checkpoint
+is written by rank 0 and holds every rank's own state (its envs, random state, episode sums), so
+that the same number of ranks continues it bit for bit on the CPU (see `restore`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from rsl_rl.runners import OnPolicyRunner
 
 from unienv.errors import ArgumentError
 from unienv.training.checkpoint import env_state, load_env_state, save_checkpoint
+from unienv.training.distributed import ProcessGroup, broadcast_flags, gather_states
 from unienv.utils.numbers import finite_or_none as _number
 from unienv.utils.numbers import mean_or_none as _mean
 
@@ -74,10 +80,14 @@ class Runner(OnPolicyRunner):
         on_iteration=None,
         checkpoint_seconds=None,
         stop=None,
+        timeout_s=60.0,
     ):
         """max_seconds: stop after the iteration that passes it; on_iteration: called after each;
         checkpoint_seconds: write a checkpoint after the iteration that passes this many seconds
-        since the last; stop: a StopSignal, checked after each iteration."""
+        since the last; stop: a StopSignal, checked after each iteration; timeout_s: under
+        torchrun, how long a rank may stop answering before the job ends (unienv.training.distributed)."""
+        self.timeout_s, self.group = timeout_s, None  # the process group, under torchrun
+        self._rank_states: list[dict] | None = None  # every rank's own state, gathered on rank 0
         super().__init__(env, train_cfg, log_dir=log_dir, device=device)
         self.curve: list[dict] = []
         self.max_seconds, self.on_iteration = max_seconds, on_iteration
@@ -95,16 +105,24 @@ class Runner(OnPolicyRunner):
             self.curve.append(row)
             if self.on_iteration is not None:
                 self.on_iteration()
-            if self._signalled():
+            signalled, timer, out_of_time = self._decide(row["seconds"])
+            if self.is_distributed and (
+                signalled
+                or timer
+                or out_of_time
+                or kwargs["it"] % self.cfg["save_interval"] == 0
+                or kwargs["it"] == kwargs["total_it"] - 1
+            ):  # a checkpoint is due on rank 0 after this iteration: every rank's own state
+                self._rank_states = gather_states(
+                    self._rank_state(), self.gpu_global_rank, self.gpu_world_size, self.device
+                )
+            if signalled:
                 self.stopped_by = signal.Signals(self.stop.received).name
                 self._save_now(kwargs["it"])
                 raise Interrupted
-            if (
-                self.checkpoint_seconds is not None
-                and time.perf_counter() - self._saved_at >= self.checkpoint_seconds
-            ):
+            if timer:
                 self._save_now(kwargs["it"])
-            if self.max_seconds is not None and row["seconds"] >= self.max_seconds:
+            if out_of_time:
                 raise OutOfTime
 
         self.logger.log = log_and_record
@@ -120,18 +138,21 @@ class Runner(OnPolicyRunner):
             if self.logger.writer is not None:  # what rsl_rl does after its last iteration
                 self.logger.stop_logging_writer()
 
-    def _signalled(self) -> bool:
-        """Whether a stop signal arrived (on any process: all stop after the same iteration)."""
-        if self.stop is None:
-            return False
-        if not self.is_distributed:
-            return self.stop.received is not None
-        flag = torch.tensor([self.stop.received or 0], device=self.device)
-        torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-        received = int(flag.item())  # one read per iteration
-        if received:
-            self.stop.received = received
-        return received != 0
+    def _decide(self, seconds: float) -> tuple[int, bool, bool]:
+        """(the stop signal received, or 0; whether the checkpoint timer has passed; whether the
+        time budget has): on every rank the same, any rank's signal or budget deciding for all."""
+        flags = [
+            self.stop.received or 0 if self.stop is not None else 0,
+            self.checkpoint_seconds is not None  # rank 0's clock: rank 0 saves and restarts it
+            and self.gpu_global_rank == 0
+            and time.perf_counter() - self._saved_at >= self.checkpoint_seconds,
+            self.max_seconds is not None and seconds >= self.max_seconds,
+        ]
+        if self.is_distributed:
+            flags = broadcast_flags([int(f) for f in flags], self.device)
+        if flags[0] and self.stop is not None:
+            self.stop.received = flags[0]
+        return flags[0], bool(flags[1]), bool(flags[2])
 
     def _save_now(self, it: int) -> None:
         if self.logger.writer is not None:  # process 0 logs and saves
@@ -139,14 +160,28 @@ class Runner(OnPolicyRunner):
 
     def save(self, path: str, infos: dict | None = None) -> None:
         """Write the run's whole state after the last iteration to path, atomically (rsl_rl's learn
-        loop calls this every save_interval iterations and at the end)."""
-        logger = self.logger
-        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+        loop calls this every save_interval iterations and at the end, on rank 0). Rank 0's own
+        state is at the top level, as in a one-process run; other_ranks holds ranks 1..K-1's."""
         state = {
             "run": self.run_identity,
             "iterations": len(self.curve),
             "seconds": self.curve[-1]["seconds"] if self.curve else 0.0,
             "algorithm": self.alg.save(),
+            **self._rank_state(),
+            "curve": self.curve,
+            "infos": infos,
+        }
+        if self.is_distributed:
+            state["other_ranks"] = self._rank_states[1:]
+        save_checkpoint(path, state)
+        self._saved_at = time.perf_counter()
+        self.logger.save_model(path, self.current_learning_iteration)
+
+    def _rank_state(self) -> dict:
+        """What this rank alone carries between iterations: its envs, its adapter's last
+        observation, its logger's episode sums, its random state."""
+        logger = self.logger
+        return {
             "env": env_state(self.env.env),
             "adapter": {
                 "obs": self.env.get_observations()["policy"].cpu(),
@@ -161,44 +196,55 @@ class Runner(OnPolicyRunner):
                 "tot_time": logger.tot_time,
             },
             "torch_rng": torch.get_rng_state(),
-            "cuda_rng": cuda,
-            "curve": self.curve,
-            "infos": infos,
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
-        save_checkpoint(path, state)
-        self._saved_at = time.perf_counter()
-        logger.save_model(path, self.current_learning_iteration)
 
-    def restore(self, path: str, state: dict) -> None:
-        """Continue the run a checkpoint (see save) was written from; refuses one of another run."""
+    def restore(self, path: str, state: dict) -> str:
+        """Continue the run a checkpoint (see save) was written from; refuses one of another run.
+
+        On as many ranks as wrote it, rank r restores its own state: the run continues bit for bit
+        on the CPU. On another number of ranks, the learner (policy, critic, normalizers, optimizer,
+        learning rate), the iteration count, the curve and rank 0's episode buffers carry over;
+        each rank keeps the envs and random state this run built for it (fresh envs seeded for
+        rank r, torch seeded seed + r). Returns which of the two ("exact" or "re-seeded").
+        """
         theirs, ours = state["run"], self.run_identity
         differences = [
             f"{key}: the checkpoint has {theirs.get(key)!r}, this run {ours.get(key)!r}"
             for key in sorted(set(theirs) | set(ours))
-            if theirs.get(key) != ours.get(key)
+            if key != "processes" and theirs.get(key) != ours.get(key)
         ]
         if differences:
             raise ArgumentError(
                 f"train.resume: {path} is a checkpoint of another run; resume it with its options:\n  "
                 + "\n  ".join(differences)
             )
+        rank, world = self.gpu_global_rank, self.gpu_world_size
+        ranks = [state, *state.get("other_ranks", [])]
+        exact = theirs.get("processes", 1) == world == len(ranks)
         self.alg.load(state["algorithm"], None, strict=True)  # also the adaptive learning rate
-        load_env_state(self.env.env, state["env"])
-        adapter = self.env
-        adapter._obs["policy"].copy_(state["adapter"]["obs"].to(adapter.device))
-        adapter._term_sums = {k: v.to(adapter.device) for k, v in state["adapter"]["term_sums"].items()}
-        logger, saved = self.logger, state["logger"]
+        logger = self.logger
+        if exact:
+            mine = ranks[rank]
+            load_env_state(self.env.env, mine["env"])
+            adapter = self.env
+            adapter._obs["policy"].copy_(mine["adapter"]["obs"].to(adapter.device))
+            adapter._term_sums = {k: v.to(adapter.device) for k, v in mine["adapter"]["term_sums"].items()}
+            saved = mine["logger"]
+            logger.cur_reward_sum.copy_(saved["cur_reward_sum"])
+            logger.cur_episode_length.copy_(saved["cur_episode_length"])
+            torch.set_rng_state(mine["torch_rng"])
+            if mine["cuda_rng"] and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(mine["cuda_rng"])
+        else:
+            saved = state["logger"]  # rank 0's: the curve's mean return continues from it
         logger.rewbuffer.extend(saved["rewbuffer"])
         logger.lenbuffer.extend(saved["lenbuffer"])
-        logger.cur_reward_sum.copy_(saved["cur_reward_sum"])
-        logger.cur_episode_length.copy_(saved["cur_episode_length"])
         logger.tot_timesteps, logger.tot_time = saved["tot_timesteps"], saved["tot_time"]
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
         self.curve[:] = state["curve"]
         self.current_learning_iteration = state["iterations"]  # the next iteration's index
         self._seconds_before = state["seconds"]
+        return "exact" if exact else "re-seeded"
 
     def _iteration_metrics(self, it: int, collect_time: float, learn_time: float) -> dict:
         """This iteration's figures (rsl_rl's, as its report prints them; process 0's episodes)."""
@@ -213,7 +259,7 @@ class Runner(OnPolicyRunner):
             episode[key] = _number(torch.cat(values).mean())  # one device read per key
         return {
             "iteration": it + 1,  # iterations done
-            "env_steps": (it + 1) * size,
+            "env_steps": (self.curve[-1]["env_steps"] if self.curve else 0) + size,  # any rank count before
             "seconds": self._seconds_before + time.perf_counter() - self._start,
             "steps_per_s": size / (collect_time + learn_time),  # collection + learning, rsl_rl's figure
             "collect_steps_per_s": size / collect_time,  # env steps and policy inference only
@@ -223,10 +269,12 @@ class Runner(OnPolicyRunner):
         }
 
     def _configure_multi_gpu(self) -> None:
-        if torch.device(self.device).type != "cpu" or int(os.getenv("WORLD_SIZE", "1")) == 1:
+        """rsl_rl's multi-GPU set-up (nccl, cuda:<LOCAL_RANK>), and the same with gloo on the CPU,
+        through a ProcessGroup: collectives with a timeout and a watchdog (rsl_rl sets none)."""
+        world = int(os.getenv("WORLD_SIZE", "1"))
+        if world == 1:
             return super()._configure_multi_gpu()
-        self.gpu_world_size = int(os.environ["WORLD_SIZE"])
-        self.gpu_global_rank = int(os.environ["RANK"])
+        self.gpu_world_size, self.gpu_global_rank = world, int(os.environ["RANK"])
         self.gpu_local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.is_distributed = True
         self.cfg["multi_gpu"] = {
@@ -234,6 +282,13 @@ class Runner(OnPolicyRunner):
             "local_rank": self.gpu_local_rank,
             "world_size": self.gpu_world_size,
         }
-        torch.distributed.init_process_group(
-            "gloo", rank=self.gpu_global_rank, world_size=self.gpu_world_size
-        )
+        backend = "gloo"
+        if torch.device(self.device).type == "cuda":
+            if torch.device(self.device) != torch.device(f"cuda:{self.gpu_local_rank}"):
+                raise ArgumentError(
+                    f"device: under torchrun local rank {self.gpu_local_rank} runs on "
+                    f"cuda:{self.gpu_local_rank}, got {self.device!r}"
+                )
+            torch.cuda.set_device(self.gpu_local_rank)
+            backend = "nccl"
+        self.group = ProcessGroup.start(backend, self.gpu_global_rank, world, self.timeout_s)
