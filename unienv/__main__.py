@@ -213,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         help="compare onnxruntime's actions with torch's on N observations (0: skip; needs onnxruntime)",
     )
     commands.add_parser(
-        "deploy", help="run a policy on plain mujoco, or check it against a robot's model (unienv.deploy)", add_help=False
+        "deploy",
+        help="run a policy on plain mujoco, or check it against a robot's model (unienv.deploy)",
+        add_help=False,
     )
     args, rest = parser.parse_known_args(argv)
     if args.command == "export":

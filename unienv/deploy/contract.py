@@ -89,7 +89,9 @@ def file_contract(path: str) -> tuple[dict, int]:
 
         _, meta = load_policy(str(path))
     if not isinstance(meta.get("contract"), dict):
-        raise ArgumentError(f"policy: {path} carries no deployment contract (its task declares none, or it predates them)")
+        raise ArgumentError(
+            f"policy: {path} carries no deployment contract (its task declares none, or it predates them)"
+        )
     return meta["contract"], int(np.prod(meta["observation"]["shape"]))
 
 
@@ -98,4 +100,3 @@ def check(path: str, model_spec: str) -> list[str]:
     contract, obs_dim = file_contract(path)
     model = load_mjmodel(model_spec) if os.path.isfile(model_spec) else runner.load_model(model_spec)
     return runner.mismatches(contract, model, obs_dim)
-

@@ -158,14 +158,26 @@ def differences(theirs, ours, where: str = "") -> list[str]:
             names = ([x["name"] for x in theirs], [x["name"] for x in ours])
             if names[0] != names[1]:
                 return [f"{where}: the policy's {names[0]}, {{other}}'s {names[1]}"]
-            return [line for x, y in zip(theirs, ours, strict=True) for line in differences(x, y, f"{where}.{x['name']}")]
-        return [line for i, (x, y) in enumerate(zip(theirs, ours, strict=True)) for line in differences(x, y, f"{where}[{i}]")]
+            return [
+                line
+                for x, y in zip(theirs, ours, strict=True)
+                for line in differences(x, y, f"{where}.{x['name']}")
+            ]
+        return [
+            line
+            for i, (x, y) in enumerate(zip(theirs, ours, strict=True))
+            for line in differences(x, y, f"{where}[{i}]")
+        ]
     if isinstance(theirs, float | int) and isinstance(ours, float | int) and not isinstance(theirs, bool):
         if np.isclose(theirs, ours, rtol=1e-6, atol=1e-9):
             return []
     elif theirs == ours:
         return []
-    if isinstance(theirs, list) and isinstance(ours, list) and all(isinstance(x, dict) for x in theirs + ours):
+    if (
+        isinstance(theirs, list)
+        and isinstance(ours, list)
+        and all(isinstance(x, dict) for x in theirs + ours)
+    ):
         theirs, ours = [x.get("name") for x in theirs], [x.get("name") for x in ours]
     return [f"{where}: the policy's {theirs}, {{other}}'s {ours}"]
 
@@ -183,10 +195,14 @@ def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None
         )
     width = sum(block["width"] for block in contract["observation"])
     if obs_dim is not None and width != obs_dim:
-        found.append(f"observation: the blocks {[b['name'] for b in contract['observation']]} give {width} columns, the policy takes {obs_dim}")
+        found.append(
+            f"observation: the blocks {[b['name'] for b in contract['observation']]} give {width} columns, the policy takes {obs_dim}"
+        )
     for block in contract["observation"]:
         if block["quantity"] not in QUANTITIES or block.get("history", 1) != 1:
-            found.append(f"observation.{block['name']}: {block['quantity']} (history {block.get('history', 1)}) is not one this runner computes")
+            found.append(
+                f"observation.{block['name']}: {block['quantity']} (history {block.get('history', 1)}) is not one this runner computes"
+            )
     return [line.replace("{other}", "the model") for line in found]
 
 
@@ -238,7 +254,9 @@ class Runner:
         if problems:
             raise SystemExit(f"error: {policy_path} does not fit this model:\n  " + "\n  ".join(problems))
         robot, action = self.contract["robot"], self.contract["action"]
-        self.actuators = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in robot["actuators"]]
+        self.actuators = [
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in robot["actuators"]
+        ]
         self.scale, self.offset = np.asarray(action["scale"]), np.asarray(action["offset"])
         self.observe = Observer(self.contract, model)
         self.last_action = np.zeros(len(self.actuators))
@@ -264,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("policy", help="an ONNX file written by `python -m unienv export`")
         p.add_argument("--model", required=True, help="an MJCF path or a Menagerie name")
     sub.choices["run"].add_argument("--steps", type=int, default=1000, help="control periods to run")
-    sub.choices["run"].add_argument("--command", type=float, nargs="*", default=None, help="the commands, in order")
+    sub.choices["run"].add_argument(
+        "--command", type=float, nargs="*", default=None, help="the commands, in order"
+    )
     args = parser.parse_args(argv)
     model = load_model(args.model)
     if args.cmd == "check":
@@ -276,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [c["name"] for c in runner.contract["commands"]]
     command = args.command if args.command is not None else [0.0] * len(names)
     if len(command) != len(names):
-        raise SystemExit(f"error: --command: expected {len(names)} values ({', '.join(names)}), got {len(command)}")
+        raise SystemExit(
+            f"error: --command: expected {len(names)} values ({', '.join(names)}), got {len(command)}"
+        )
     data = mujoco.MjData(model)
     key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, runner.contract["default_pose_keyframe"])
     if key >= 0:
