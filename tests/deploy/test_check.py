@@ -4,6 +4,7 @@ policy whose contract differs from the env's, naming the first difference."""
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def policy(tmp_path_factory):
 
 def mutated(tmp_path, *replacements):
     """The quadruped's MJCF with each (old, new) replaced, once each, in turn."""
-    text = open(SCENE).read()
+    text = pathlib.Path(SCENE).read_text()
     for old, new in replacements:
         assert text.count(old) == 1, old
         text = text.replace(old, new)

@@ -44,10 +44,11 @@ def mjdata_like(env, model):
     return data
 
 
-@pytest.fixture(scope="module")
-def quadruped(tmp_path_factory):
-    env = unienv.make("quadruped", num_envs=1, seed=3, task_options={"episode_length_s": 40.0})
-    path = random_policy(env, tmp_path_factory.mktemp("policy") / "quadruped")
+@pytest.fixture(scope="module", params=["quadruped", "quadruped_rough"])
+def quadruped(request, tmp_path_factory):
+    """A velocity task's env (one env) and a random-weight ONNX policy for it."""
+    env = unienv.make(request.param, num_envs=1, seed=3, task_options={"episode_length_s": 40.0})
+    path = random_policy(env, tmp_path_factory.mktemp("policy") / request.param)
     yield env, path
     env.close()
 

@@ -19,7 +19,9 @@ Quantities (MuJoCo's conventions: wxyz quaternions body to world, the free joint
 velocity in the world frame and its angular velocity in the body frame):
 root_linear_velocity / root_angular_velocity / gravity (frame "base": the root body's frame),
 joint_position (minus the default pose where offset is "default_pose"), joint_velocity,
-command (the commands in the contract's order), last_action (the previous step's action).
+command (the commands in the contract's order), last_action (the previous step's action),
+height_scan (base z - offset - the ground's height under each of the block's points, placed in
+the base's yaw frame, by a vertical ray onto the scene's heightfields; clipped to +-clip).
 
 `robot_facts(model, root)` is what the contract says of the robot, computed from a compiled
 model; `mismatches` compares a contract with a model and names every difference. The runner
@@ -51,6 +53,7 @@ QUANTITIES = (
     "joint_position",
     "joint_velocity",
     "last_action",
+    "height_scan",
 )
 
 
@@ -210,7 +213,7 @@ class Observer:
     """The contract's observation from an MjData, with the ids resolved once by name."""
 
     def __init__(self, contract: dict, model: mujoco.MjModel):
-        self.contract = contract
+        self.contract, self.model = contract, model
         root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, contract["robot"]["root"])
         free = model.body_jntadr[root]
         self.root_q, self.root_v = model.jnt_qposadr[free], model.jnt_dofadr[free]
@@ -234,11 +237,28 @@ class Observer:
         }
         blocks = []
         for block in self.contract["observation"]:
-            x = values[block["quantity"]]
+            if block["quantity"] == "height_scan":
+                x = data.qpos[p + 2] - block["offset"] - self.ground(data, rot, np.asarray(block["points"]))
+            else:
+                x = values[block["quantity"]]
             if block.get("offset") == "default_pose":
                 x = x - self.default
-            blocks.append(x * np.asarray(block["scale"]))
+            x = x * np.asarray(block["scale"])
+            blocks.append(np.clip(x, -block["clip"], block["clip"]) if "clip" in block else x)
         return np.concatenate(blocks).astype(np.float32)[None]
+
+    def ground(self, data: mujoco.MjData, rot: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The terrain's height (its heightfield geoms') under points (P, 2) in the base's yaw frame."""
+        yaw = np.arctan2(rot[1, 0], rot[0, 0])  # of the base's x axis
+        c, s = np.cos(yaw), np.sin(yaw)
+        x0, y0, top = data.qpos[self.root_q], data.qpos[self.root_q + 1], data.qpos[self.root_q + 2] + 10.0
+        fields = np.flatnonzero(self.model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD)
+        heights, down = np.zeros(len(points)), np.array([0.0, 0.0, -1.0])
+        for i, (along, across) in enumerate(points):
+            start = np.array([x0 + c * along - s * across, y0 + s * along + c * across, top])
+            hits = [d for g in fields if (d := mujoco.mj_rayHfield(self.model, data, g, start, down)) >= 0]
+            heights[i] = top - min(hits) if hits else 0.0  # a miss (no terrain there): height 0
+        return heights
 
 
 class Runner:
