@@ -8,13 +8,18 @@ import pathlib
 import subprocess
 import sys
 
+import mujoco
 import pytest
 import safetensors.torch
+import torch
 
 import unienv
 from unienv.__main__ import main as unienv_main
+from unienv.deploy import runner
+from unienv.deploy.contract import contract_of
 from unienv.errors import ArgumentError
 from unienv.tasks.quadruped import Quadruped
+from unienv.training.policy import save_policy
 from unienv.training.rollout import make_policy
 
 onnx = pytest.importorskip("onnx")
@@ -139,3 +144,36 @@ def test_play_refuses_a_contract_that_differs(policy, tmp_path):
             make_policy(edited, env)
     finally:
         env.close()
+
+
+def test_bad_files_and_models_are_refused_by_name(capsys, policy, tmp_path):
+    def malformed(contract):
+        contract["control"]["decimation"] = "4"
+
+    with pytest.raises(ArgumentError, match=r"contract field 'control.decimation': expected a int, got '4'"):
+        unienv_main(["deploy", "check", rewrite_onnx(policy, tmp_path, malformed), "--model", SCENE])
+    with pytest.raises(ArgumentError, match=r"--model: no MJCF file 'no_such_robot'"):
+        unienv_main(["deploy", "check", policy, "--model", "no_such_robot"])
+    env = unienv.make("cartpole")
+    save_policy(
+        str(tmp_path / "cartpole.safetensors"),
+        torch.nn.Sequential(torch.nn.Linear(5, 1)),
+        env,
+        backend="mujoco",
+    )
+    env.close()
+    with pytest.raises(ArgumentError, match="carries no deployment contract"):
+        unienv_main(["deploy", "check", str(tmp_path / "cartpole.safetensors"), "--model", SCENE])
+
+
+def test_a_rough_terrain_policy_fits_the_flat_robot():
+    """The contract's robot is the root body's subtree: the terrain around it is not part of it."""
+    env = unienv.make("quadruped_rough", num_envs=1, seed=0)
+    try:
+        contract = contract_of(env)
+    finally:
+        env.close()
+    assert (
+        contract["observation"][-1]["name"] == "height_scan" and contract["observation"][-1]["width"] == 187
+    )
+    assert runner.mismatches(contract, mujoco.MjModel.from_xml_path(SCENE), obs_dim=235) == []

@@ -88,15 +88,21 @@ def file_contract(path: str) -> tuple[dict, int]:
         from unienv.training.policy import load_policy
 
         _, meta = load_policy(str(path))
-    if not isinstance(meta.get("contract"), dict):
+    if meta.get("contract") is None:
         raise ArgumentError(
             f"policy: {path} carries no deployment contract (its task declares none, or it predates them)"
         )
-    return meta["contract"], int(np.prod(meta["observation"]["shape"]))
+    try:
+        return runner.validate(meta["contract"], str(path)), int(np.prod(meta["observation"]["shape"]))
+    except runner.DeployError as e:
+        raise ArgumentError(f"policy: {e}") from None
 
 
 def check(path: str, model_spec: str) -> list[str]:
     """Every mismatch between a policy file's contract and a model (an MJCF path or a Menagerie name)."""
     contract, obs_dim = file_contract(path)
-    model = load_mjmodel(model_spec) if os.path.isfile(model_spec) else runner.load_model(model_spec)
+    try:
+        model = load_mjmodel(model_spec) if os.path.isfile(model_spec) else runner.load_model(model_spec)
+    except runner.DeployError as e:
+        raise ArgumentError(str(e)) from None
     return runner.mismatches(contract, model, obs_dim)

@@ -57,6 +57,10 @@ QUANTITIES = (
 )
 
 
+class DeployError(ValueError):
+    """A policy file, a contract or a model that the runner cannot use; the message says why."""
+
+
 def _name(model, kind: str, i: int) -> str:
     return mujoco.mj_id2name(model, getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}"), i) or f"{kind}{i}"
 
@@ -72,8 +76,8 @@ def load_model(spec: str) -> mujoco.MjModel:
     if not os.path.isfile(path):
         path = os.path.join(os.environ.get("MUJOCO_MENAGERIE_DIR", ""), spec, "scene.xml")
     if not os.path.isfile(path):
-        raise SystemExit(
-            f"error: --model: no MJCF file {spec!r}, nor {path!r} (set MUJOCO_MENAGERIE_DIR to a Menagerie checkout)"
+        raise DeployError(
+            f"--model: no MJCF file {spec!r}, nor {path!r} (set MUJOCO_MENAGERIE_DIR to a Menagerie checkout)"
         )
     return mujoco.MjModel.from_xml_path(path)
 
@@ -84,9 +88,42 @@ def read_contract(path: str) -> dict:
 
     props = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).get_modelmeta()
     meta = json.loads(props.custom_metadata_map.get(META_KEY, "{}"))
-    contract = meta.get("contract") if isinstance(meta, dict) else None
+    return validate(meta.get("contract") if isinstance(meta, dict) else None, path)
+
+
+FIELDS = {  # what the runner and the check read, and its type
+    "robot": dict,
+    "robot.root": str,
+    "robot.actuators": list,
+    "robot.joints": list,
+    "default_pose": dict,
+    "default_pose_keyframe": str,
+    "action.scale": list,
+    "action.offset": list,
+    "control.decimation": int,
+    "control.period": float,
+    "observation": list,
+    "commands": list,
+}
+
+
+def validate(contract, path: str) -> dict:
+    """The contract, if it is one of this schema with every field the runner reads, of its type."""
     if not isinstance(contract, dict) or contract.get("schema") != SCHEMA:
-        raise SystemExit(f"error: {path}: no deployment contract ({SCHEMA}) in its metadata")
+        raise DeployError(f"{path}: no deployment contract ({SCHEMA}) in its metadata")
+    for key, kind in FIELDS.items():
+        value = contract
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise DeployError(f"{path}: contract field {key!r}: expected a {kind.__name__}, got {value!r}")
+    for i, block in enumerate(contract["observation"]):
+        if not (
+            isinstance(block, dict) and isinstance(block.get("name"), str) and type(block.get("width")) is int
+        ):
+            raise DeployError(
+                f"{path}: contract field 'observation[{i}]': expected a name and a width, got {block!r}"
+            )
     return contract
 
 
@@ -272,7 +309,7 @@ class Runner:
         obs_dim = self.session.get_inputs()[0].shape[1]
         problems = mismatches(self.contract, model, obs_dim)
         if problems:
-            raise SystemExit(f"error: {policy_path} does not fit this model:\n  " + "\n  ".join(problems))
+            raise DeployError(f"{policy_path} does not fit this model:\n  " + "\n  ".join(problems))
         robot, action = self.contract["robot"], self.contract["action"]
         self.actuators = [
             mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, n) for n in robot["actuators"]
@@ -295,6 +332,15 @@ class Runner:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; a DeployError is one `error:` line and exit status 2."""
+    try:
+        return _main(argv)
+    except DeployError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m unienv.deploy", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name in ("run", "check"):
@@ -316,9 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [c["name"] for c in runner.contract["commands"]]
     command = args.command if args.command is not None else [0.0] * len(names)
     if len(command) != len(names):
-        raise SystemExit(
-            f"error: --command: expected {len(names)} values ({', '.join(names)}), got {len(command)}"
-        )
+        raise DeployError(f"--command: expected {len(names)} values ({', '.join(names)}), got {len(command)}")
     data = mujoco.MjData(model)
     key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, runner.contract["default_pose_keyframe"])
     if key >= 0:
