@@ -28,6 +28,17 @@ from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 JOINTS = 12  # hip, thigh and calf of each leg, one PD servo each
 OBS_SCALES = {"lin_vel": 2.0, "ang_vel": 0.25, "dof_vel": 0.05}
+COMMAND_SCALE = (2.0, 2.0, 0.25)
+# what each observation block is, for a deployed policy (unienv.deploy; MuJoCo's frames)
+OBSERVATION = {
+    "base_lin_vel": {"quantity": "root_linear_velocity", "frame": "base", "scale": OBS_SCALES["lin_vel"]},
+    "base_ang_vel": {"quantity": "root_angular_velocity", "frame": "base", "scale": OBS_SCALES["ang_vel"]},
+    "gravity": {"quantity": "gravity", "frame": "base", "scale": 1.0},
+    "command": {"quantity": "command", "scale": COMMAND_SCALE},
+    "joint_pos": {"quantity": "joint_position", "offset": "default_pose", "scale": 1.0},
+    "joint_vel": {"quantity": "joint_velocity", "scale": OBS_SCALES["dof_vel"]},
+    "last_action": {"quantity": "last_action", "scale": 1.0},
+}
 TERMS = ("lin_vel", "ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height", "torques")
 TERMS += ("action_rate", "feet_air_time")
 COMMAND_RANGES = {"lin_vel_x": (-1.0, 1.0), "lin_vel_y": (-0.5, 0.5), "ang_vel_yaw": (-1.0, 1.0)}
@@ -96,6 +107,13 @@ class Quadruped(Task):
         blocks = {"base_lin_vel": 3, "base_ang_vel": 3, "gravity": 3, "command": 3}
         return blocks | {"joint_pos": JOINTS, "joint_vel": JOINTS, "last_action": JOINTS}
 
+    def deployment(self):
+        return {
+            "observation": OBSERVATION,
+            "commands": {name: self.command_ranges[name] for name in COMMAND_RANGES},
+            "action": {"type": "joint_position", "scale": self.action_scale, "default_pose": "home"},
+        }
+
     def setup(self, backend):
         super().setup(backend)
         info = backend.info
@@ -117,7 +135,7 @@ class Quadruped(Task):
         self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
         self.base_obs_scale = self.array(scales)
-        self.command_scale = self.array([2.0, 2.0, 0.25])
+        self.command_scale = self.array(COMMAND_SCALE)
         self.weights = self.array([self.reward_weights[k] * self.dt for k in TERMS])
         r = self.command_ranges
         self.command_low, self.command_high = self.array(

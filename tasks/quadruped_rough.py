@@ -26,6 +26,8 @@ from unienv.task import option
 from unienv.tasks.quadruped import Quadruped, QuadrupedOptions
 from unienv.terrain import Curriculum, Surface, from_cfg
 
+SCAN_OFFSET, SCAN_CLIP = 0.5, 1.0  # m: the scan reads clip(base z - offset - ground height, +-clip)
+
 
 @dataclasses.dataclass
 class QuadrupedRoughOptions(QuadrupedOptions):
@@ -53,6 +55,12 @@ class QuadrupedRough(Quadruped):
     def observation_blocks(self):
         return super().observation_blocks() | {"height_scan": len(self.scan_points)}
 
+    def deployment(self):
+        declared = super().deployment()
+        scan = {"quantity": "height_scan", "frame": "base_yaw", "points": self.scan_points.tolist()}
+        scan |= {"offset": SCAN_OFFSET, "clip": SCAN_CLIP, "scale": 1.0}
+        return declared | {"observation": declared["observation"] | {"height_scan": scan}}
+
     def setup(self, backend):
         super().setup(backend)
         levels, columns = self.ground.spawn_origins(backend.num_envs, self.max_init_level)
@@ -78,7 +86,7 @@ class QuadrupedRough(Quadruped):
         return s
 
     def observe(self, s, memory):
-        heights = self.xp.clip(s["z"][:, None] - 0.5 - s["scan"], -1.0, 1.0)
+        heights = self.xp.clip(s["z"][:, None] - SCAN_OFFSET - s["scan"], -SCAN_CLIP, SCAN_CLIP)
         return self.xp.concat((super().observe(s, memory), heights), 1)
 
     def reward(self, s, prev, action, memory):

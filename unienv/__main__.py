@@ -2,7 +2,8 @@
 `unienv options TASK`: the task's options (`task.<option>=` on the command line), their defaults
 and what each means, from the task's options dataclass;
 `unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.tools.sim2sim);
-`unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.training.export).
+`unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.training.export);
+`unienv deploy check policy.onnx --model M`: the policy's contract against a robot's model (unienv.deploy).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
 every feature the task declares in `requires`, and, for a task on generated
@@ -211,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="compare onnxruntime's actions with torch's on N observations (0: skip; needs onnxruntime)",
     )
+    commands.add_parser(
+        "deploy",
+        help="run a policy on plain mujoco, or check it against a robot's model (unienv.deploy)",
+        add_help=False,
+    )
     args, rest = parser.parse_known_args(argv)
     if args.command == "export":
         if rest:
@@ -228,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         from unienv.tools import sim2sim
 
         sim2sim.main(rest)
+    elif args.command == "deploy":
+        from unienv.deploy.__main__ import main as deploy
+
+        return deploy(rest)
     return 0
 
 

@@ -175,6 +175,13 @@ class Task(abc.ABC):
     def max_episode_steps(self) -> int:
         return round(self.episode_length_s / self.dt)
 
+    def deployment(self) -> dict[str, Any] | None:
+        """What a deployed policy needs beyond the task's timing and scene, as data (unienv.deploy
+        writes it into policy files): {"observation": {block: {"quantity", "frame", "offset",
+        "scale"}}, "commands": {name: (low, high)} in the command block's order, "action":
+        {"type": "joint_position", "scale", "default_pose": keyframe}}. None: no contract."""
+        return None
+
     def setup(self, backend: SimBackend) -> None:
         """Choose the array namespace and cache the backend's dtype and device; subclasses
         resolve their ids after this."""

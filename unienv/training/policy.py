@@ -20,6 +20,8 @@ header metadata one JSON string, `unienv`, holding:
     observation     {"shape", "dtype"} of one env's observation
     action          {"shape", "dtype", "low", "high"} of one env's action
     info            free-form training facts (library, iterations, env steps, seed, ...)
+    contract        the deployment contract (unienv.deploy.contract, docs/deployment.md), or null
+                    for a task that declares none
 
 Why: a pickle (torch.save of a module, TorchScript, a torch.export .pt2) can run any code when it
 is loaded, and people share policies. Loading here parses JSON and reads raw tensors, never
@@ -47,6 +49,7 @@ import safetensors
 import safetensors.torch
 import torch
 
+from unienv.deploy.contract import contract_of
 from unienv.errors import ArgumentError
 from unienv.tasks import constructor_options
 from unienv.utils import limits
@@ -169,6 +172,7 @@ def save_policy(path: str, actor: torch.nn.Module, env, *, backend: str, info: d
     layout = policy_layout(env)
     network = describe(actor)
     meta = {"format": FORMAT, "network": network, **layout, "backend": backend, "info": _jsonable(info or {})}
+    meta["contract"] = contract_of(env)
     weights = {
         f"{i}.{name}": tensor.detach().to("cpu", torch.float32).contiguous()
         for i, module in enumerate(_flat(actor))

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from unienv.deploy.contract import differences_from_env
 from unienv.env import UniEnv
 from unienv.errors import ArgumentError
 from unienv.training import policy as checkpoint
@@ -45,7 +46,8 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
     never unpickled (a pickle, TorchScript or torch.export file is refused, since loading one can
     run code). A `.onnx` file written by `unienv export` runs in onnxruntime, with no torch model
     involved (unienv.training.export). Either is refused, naming each difference, unless its task, options and
-    observation/action layout match env's.
+    observation/action layout match env's, and then, naming the first, unless its deployment
+    contract (unienv.deploy.contract) does.
     """
     low = torch.as_tensor(env.single_action_space.low, device=env.device)
     high = torch.as_tensor(env.single_action_space.high, device=env.device)
@@ -63,11 +65,23 @@ def make_policy(spec: str, env: UniEnv) -> Policy:
         from unienv.training.export import load_onnx_policy
 
         policy, meta = load_onnx_policy(str(spec), device=env.device)
-        checkpoint.check_layout(meta, env, path=str(spec))
+        _check(meta, env, str(spec))
         return policy
     module, meta = checkpoint.load_policy(str(spec), device=env.device)
-    checkpoint.check_layout(meta, env, path=str(spec))
+    _check(meta, env, str(spec))
     return _no_grad(module)
+
+
+def _check(meta: dict, env: UniEnv, path: str) -> None:
+    """The layout, then the deployment contract (robot, gains, timing, observation blocks):
+    a policy that differs is refused, naming the first difference."""
+    checkpoint.check_layout(meta, env, path=path)
+    found = differences_from_env(meta, env)
+    if found:
+        raise ArgumentError(
+            f"policy: {path}: its deployment contract differs from this env's ({len(found)} "
+            f"difference{'s' if len(found) > 1 else ''}), first {found[0]}"
+        )
 
 
 def _no_grad(module: Callable[[torch.Tensor], torch.Tensor]) -> Policy:

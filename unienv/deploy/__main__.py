@@ -1,0 +1,29 @@
+"""python -m unienv.deploy run policy.onnx --model M     the standalone runner (unienv.deploy.runner)
+python -m unienv.deploy check policy.onnx --model M      every mismatch by name; exit status 1 on any
+
+`check` reads ONNX and safetensors files through unienv's loaders (unienv.deploy.contract);
+`run` is the runner's own command line, the same as a copied runner.py's."""
+
+import argparse
+import sys
+
+from unienv.deploy import runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] != ["check"]:
+        return runner.main(argv)
+    parser = argparse.ArgumentParser(prog="python -m unienv deploy check")
+    parser.add_argument("policy", help="a policy file (.onnx or .safetensors) written by unienv")
+    parser.add_argument("--model", required=True, help="an MJCF path or a Menagerie name")
+    args = parser.parse_args(argv[1:])
+    from unienv.deploy.contract import check
+
+    problems = check(args.policy, args.model)
+    print("\n".join(problems) or f"{args.policy} fits {args.model}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
