@@ -5,8 +5,8 @@ visible geoms (meshes, primitives, heightfields) as meshes in the body's frame; 
 geoms (floor, terrain) and the mocap bodies are bodies like the others. `/env{k}` is a fixed grid
 offset that tiles the shown envs side by side. A frame is then only a pose per body: the world
 pose of body b of env i is `body_poses(...)[0][k, b], [1][k, b]`, MuJoCo's `xpos`/`xquat` for that
-env's state, exactly (the invariant a test checks), read through the backend contract
-(`get_body_views`) or, for a backend without body views, MuJoCo's kinematics of its qpos.
+env's state, exactly (the invariant a test checks): MuJoCo's kinematics of the qpos rows (and mocap poses) that
+the backend reports through the contract, so every engine shows alike, float32 ones included.
 """
 
 from __future__ import annotations
@@ -136,26 +136,26 @@ def _look(direction: np.ndarray) -> tuple[float, ...]:
 
 
 class Poses:
-    """World poses of every body of the chosen envs: the backend's body views where it has them,
-    MuJoCo's kinematics of its qpos otherwise (and for mocap bodies it keeps still)."""
+    """World poses of every body of the chosen envs, from the state the backend reports through the
+    contract (its qpos rows, and its mocap bodies' poses where it moves them per env), by MuJoCo's
+    kinematics in float64: the same numbers on every engine, MuJoCo's xpos/xquat for that state."""
 
     def __init__(self, backend, model: mujoco.MjModel):
-        self.backend, self.model = backend, model
-        self.bodies = np.arange(model.nbody)
-        self.views = backend.get_capabilities().body_views
-        self._data = None if self.views else mujoco.MjData(model)
+        self.backend, self.model, self.data = backend, model, mujoco.MjData(model)
+        self.mocap = backend.get_capabilities().mocap and model.nmocap > 0
 
     def __call__(self, env_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(K, nbody, 3) positions and (K, nbody, 4) wxyz quaternions, float64, of envs env_ids."""
-        if self.views:
-            views = self.backend.get_body_views(self.bodies)
-            ids = torch.as_tensor(env_ids, device=views.pos.device)
-            return views.pos[ids].double().cpu().numpy(), views.quat[ids].double().cpu().numpy()
-        qpos = self.backend.get_state_views()["qpos"][torch.as_tensor(env_ids)].double().cpu().numpy()
-        pos, quat = [], []
-        for q in qpos:
-            self._data.qpos[:] = q
-            mujoco.mj_kinematics(self.model, self._data)
-            pos.append(self._data.xpos.copy())
-            quat.append(self._data.xquat.copy())
-        return np.array(pos), np.array(quat)
+        qpos = self.backend.get_state_views()["qpos"]
+        ids = torch.as_tensor(env_ids, device=qpos.device)
+        qpos = qpos[ids].double().cpu().numpy()
+        if self.mocap:
+            mocap = [m[ids].double().cpu().numpy() for m in self.backend.get_mocap_views()]
+        pos, quat = np.empty((len(ids), self.model.nbody, 3)), np.empty((len(ids), self.model.nbody, 4))
+        for k, q in enumerate(qpos):
+            self.data.qpos[:] = q
+            if self.mocap:
+                self.data.mocap_pos[:], self.data.mocap_quat[:] = mocap[0][k], mocap[1][k]
+            mujoco.mj_kinematics(self.model, self.data)
+            pos[k], quat[k] = self.data.xpos, self.data.xquat
+        return pos, quat

@@ -1,0 +1,146 @@
+"""The web viewer: a page in headless Chromium shows the robot; the poses it sends are MuJoCo's
+xpos/xquat on every engine; bad options stop the run before anything starts; a training watcher
+sends frames without the loop calling it."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import mujoco
+import numpy as np
+import pytest
+
+pytest.importorskip("viser")
+
+import unienv  # noqa: E402
+from unienv.errors import ArgumentError  # noqa: E402
+from unienv.training.rollout import make_policy  # noqa: E402
+from unienv.viewer import from_cfg  # noqa: E402
+from unienv.viewer.live import Watch  # noqa: E402
+from unienv.viewer.scene import Poses  # noqa: E402
+from unienv.viewer.server import Options, Viewer, check  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(__file__))
+import browser  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    env = unienv.make("quadruped", num_envs=6, seed=3)
+    env.reset(seed=3)
+    policy = make_policy("random", env)
+    for _ in range(5):
+        env.step(policy(None))
+    yield env
+    env.close()
+
+
+@pytest.mark.skipif(browser.chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+def test_page_shows_the_robot(quadruped, tmp_path):
+    """One env, centred: the middle of the page holds the robot's pixels, the floor's edge holds none."""
+    viewer = Viewer(quadruped, check(Options(port=free_port(), envs=(2,)), quadruped.num_envs))
+    try:
+        viewer.refresh()
+        shot = tmp_path / "viewer.png"
+        browser.screenshot(f"http://127.0.0.1:{viewer.options.port}/", str(shot), wait_s=20)
+    finally:
+        viewer.close()
+    image = np.asarray(__import__("imageio").v2.imread(shot))[..., :3].astype(int)
+    h, w = image.shape[:2]
+    below = image[int(0.75 * h) :, int(0.1 * w) : int(0.4 * w)]  # floor only (right of the axes gizmo)
+    floor = np.median(below.reshape(-1, 3), 0)
+    centre = image[int(0.3 * h) : int(0.75 * h), int(0.3 * w) : int(0.65 * w)]
+    robot = np.abs(centre - floor).sum(-1) > 60
+    assert robot.mean() > 0.02, f"robot pixels: {robot.mean():.4f} of the page's centre"
+    assert (np.abs(below - floor).sum(-1) > 60).mean() < 0.01
+    if os.environ.get("UNIENV_DOCS_SCREENSHOT"):  # refresh the docs' picture
+        shutil.copy(shot, os.path.join(ROOT, "docs", "viewer.png"))
+
+
+ENGINES = ["mujoco", "mjwarp", pytest.param("genesis", marks=pytest.mark.slow)]  # genesis: one build
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_sent_poses_are_mujocos(backend):
+    """The poses the viewer sends for envs 1 and 3 after a few random steps equal MuJoCo's xpos and
+    xquat for the state that engine reports, to 1e-6, and its own body views to float precision."""
+    pytest.importorskip({"mujoco": "mujoco", "mjwarp": "mujoco_warp", "genesis": "genesis"}[backend])
+    device = None if backend == "mujoco" else "cpu"  # Warp's and Genesis's CPU devices here
+    env = unienv.make("quadruped", backend=backend, num_envs=4, seed=1, device=device)
+    try:
+        env.reset(seed=1)
+        policy = make_policy("random", env)
+        for _ in range(8):
+            env.step(policy(None))
+        model = mujoco.MjModel.from_xml_path(env.task.scene)
+        pos, quat = Poses(env.backend, model)(np.array([1, 3]))
+        data = mujoco.MjData(model)
+        qpos = env.backend.get_state_views()["qpos"].double().cpu().numpy()
+        for k, i in enumerate((1, 3)):
+            data.qpos[:] = qpos[i]
+            mujoco.mj_forward(model, data)
+            np.testing.assert_allclose(pos[k], data.xpos, atol=1e-6)
+            np.testing.assert_allclose(quat[k], data.xquat, atol=1e-6)
+        views = env.backend.get_body_views(np.arange(model.nbody))
+        np.testing.assert_allclose(pos, views.pos[[1, 3]].double().cpu().numpy(), atol=2e-4)
+        assert np.abs(pos[0] - pos[1]).max() > 1e-3  # two envs, two states
+    finally:
+        env.close()
+
+
+def test_bad_options_are_one_line_each():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ArgumentError, match=rf"viewer.port: 127.0.0.1:{port} is not free"):
+            check(Options(port=port), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.envs: expected env indices in 0..3, got 7"):
+        check(Options(port=free_port(), envs=(0, 7)), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.host: expected an IP address .* got 'my laptop'"):
+        check(Options(host="my laptop", port=free_port()), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.port: expected a port number"):
+        check(Options(port=70000), 4)
+    with pytest.raises(ArgumentError, match=r"viewer: expected none or web, got 'gui'"):
+        from_cfg({"name": "gui"}, 4)
+    assert from_cfg({"name": "none"}, 4) is None
+    assert from_cfg({"name": "web", "port": free_port(), "envs": 2}, 4).envs == (2,)
+
+
+def test_play_refuses_a_taken_port_before_it_starts():
+    """play.py viewer=web on a port in use: one error line, exit status 1, no env built, no video."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "play.py", "task=quadruped", "viewer=web", f"viewer.port={port}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )
+    assert out.returncode == 1, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines == [f"error: viewer.port: 127.0.0.1:{port} is not free (Address already in use); choose another viewer.port="]
+    assert "viewer: http" not in out.stdout
+
+
+def test_watch_sends_frames_while_the_loop_steps(quadruped):
+    """The watcher's thread sends frames at its rate while the env steps; closing it leaves the env
+    usable (the run goes on)."""
+    watch = Watch(quadruped, check(Options(port=free_port(), fps=50.0), quadruped.num_envs))
+    policy = make_policy("random", quadruped)
+    start = time.monotonic()
+    while time.monotonic() - start < 1.0:
+        quadruped.step(policy(None))
+    watch.close()
+    assert 10 <= watch.frames <= 60
+    quadruped.step(policy(None))
