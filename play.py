@@ -27,8 +27,8 @@ from unienv.errors import ArgumentError
 from unienv.render import tile
 from unienv.tools import cli, sweep
 from unienv.training.rollout import make_policy, rollout
-from unienv.viewer import from_cfg
 from unienv.utils.files import written
+from unienv.viewer import from_cfg
 
 # video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
 OmegaConf.register_new_resolver(
@@ -48,7 +48,11 @@ def main(cfg: DictConfig) -> None:
         raise ArgumentError(f"video.fps: expected a number > 0, got {cfg.video.fps!r}")
     sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true
     web = from_cfg(cfg.viewer, cfg.num_envs)  # checked before anything starts; None: no viewer
-    video = web is None and cfg.video.enabled and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
+    video = (
+        web is None
+        and cfg.video.enabled
+        and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
+    )
     env = unienv.make(
         task,
         backend=backend,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import tempfile
@@ -43,16 +44,18 @@ def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -
         try:
             port_file = os.path.join(profile, "DevToolsActivePort")
             deadline = time.monotonic() + 30
-            while not os.path.exists(port_file) or not open(port_file).read().strip():
+            while not os.path.exists(port_file) or not pathlib.Path(port_file).read_text().strip():
                 if time.monotonic() > deadline:
                     raise TimeoutError("chromium did not open its DevTools port")
                 time.sleep(0.2)
-            port = int(open(port_file).read().split()[0])
+            port = int(pathlib.Path(port_file).read_text().split()[0])
             time.sleep(wait_s)
             pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
             target = next(p for p in pages if p["type"] == "page")
             with connect(target["webSocketDebuggerUrl"], max_size=2**26) as ws:
-                ws.send(json.dumps({"id": 1, "method": "Page.captureScreenshot", "params": {"format": "png"}}))
+                ws.send(
+                    json.dumps({"id": 1, "method": "Page.captureScreenshot", "params": {"format": "png"}})
+                )
                 while True:
                     reply = json.loads(ws.recv(timeout=60))
                     if reply.get("id") == 1:

@@ -45,7 +45,9 @@ def quadruped():
     env.close()
 
 
-@pytest.mark.skipif(browser.chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+@pytest.mark.skipif(
+    browser.chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)"
+)
 def test_page_shows_the_robot(quadruped, tmp_path):
     """One env, centred: the middle of the page holds the robot's pixels, the floor's edge holds none."""
     viewer = Viewer(quadruped, check(Options(port=free_port(), envs=(2,)), quadruped.num_envs))
@@ -125,11 +127,16 @@ def test_play_refuses_a_taken_port_before_it_starts():
         port = taken.getsockname()[1]
         out = subprocess.run(
             [sys.executable, "play.py", "task=quadruped", "viewer=web", f"viewer.port={port}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert out.returncode == 1, out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert lines == [f"error: viewer.port: 127.0.0.1:{port} is not free (Address already in use); choose another viewer.port="]
+    assert lines == [
+        f"error: viewer.port: 127.0.0.1:{port} is not free (Address already in use); choose another viewer.port="
+    ]
     assert "viewer: http" not in out.stdout
 
 

@@ -54,6 +54,7 @@ def check(options: Options, num_envs: int) -> Options:
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise ArgumentError(f"viewer.port: expected a port number in 1..65535, got {port!r}")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a listener refuses; TIME_WAIT not
         try:
             probe.bind((host, port))
         except OSError as error:
