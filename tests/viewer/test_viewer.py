@@ -51,11 +51,22 @@ def quadruped():
 def test_page_shows_the_robot(quadruped, tmp_path):
     """One env, centred: the middle of the page holds the robot's pixels, the floor's edge holds none."""
     viewer = Viewer(quadruped, check(Options(port=free_port(), envs=(2,)), quadruped.num_envs))
+    import threading
+
+    done = threading.Event()
+
+    def frames():  # what play's loop does: poses sent while a page is open
+        while not done.wait(0.1):
+            viewer.refresh()
+
+    sender = threading.Thread(target=frames)
+    sender.start()
     try:
-        viewer.refresh()
         shot = tmp_path / "viewer.png"
         browser.screenshot(f"http://127.0.0.1:{viewer.options.port}/", str(shot), wait_s=20)
     finally:
+        done.set()
+        sender.join()
         viewer.close()
     image = np.asarray(__import__("imageio").v2.imread(shot))[..., :3].astype(int)
     h, w = image.shape[:2]
@@ -141,13 +152,77 @@ def test_play_refuses_a_taken_port_before_it_starts():
 
 
 def test_watch_sends_frames_while_the_loop_steps(quadruped):
-    """The watcher's thread sends frames at its rate while the env steps; closing it leaves the env
-    usable (the run goes on)."""
+    """The watcher sends nothing with no page open, then frames at its rate to a page while the
+    env steps; closing it leaves the env usable (the run goes on)."""
+    import threading
+
+    from unienv.viewer.__main__ import remote_page
+
     watch = Watch(quadruped, check(Options(port=free_port(), fps=50.0), quadruped.num_envs))
     policy = make_policy("random", quadruped)
     start = time.monotonic()
+    while time.monotonic() - start < 0.5:
+        quadruped.step(policy(None))
+    assert watch.frames == 0
+    received = []
+    page = threading.Thread(
+        target=lambda: received.append(remote_page(f"ws://127.0.0.1:{watch.options.port}", 3.0))
+    )
+    page.start()
+    while not watch.viewer.watched and time.monotonic() - start < 30:
+        time.sleep(0.05)
+    first, start = watch.frames, time.monotonic()
     while time.monotonic() - start < 1.0:
         quadruped.step(policy(None))
+    sent = watch.frames - first
     watch.close()
-    assert 10 <= watch.frames <= 60
+    page.join()
+    assert 10 <= sent <= 60 and received[0] > 0
     quadruped.step(policy(None))
+
+
+def _serve_page(args, cwd, stop=True):
+    """Run a command that starts a viewer; once it prints its URL, fetch the page; then SIGINT
+    it if `stop`. Returns (the page's first bytes, stdout, stderr, exit status)."""
+    import signal
+    import urllib.request
+
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("viewer: http://"):
+            break
+    url = lines[-1].split()[1]
+    page = urllib.request.urlopen(url, timeout=30).read(200)
+    if stop:
+        process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    return page, "".join(lines) + out, err, process.returncode
+
+
+def test_play_serves_until_ctrl_c():
+    page, out, err, status = _serve_page(
+        [sys.executable, "play.py", "task=quadruped", "viewer=web", f"viewer.port={free_port()}"], ROOT
+    )
+    assert b"<" in page and status == 0, err
+    assert "ssh -L" in out and "warning" not in err
+
+
+@pytest.mark.slow
+def test_train_goes_on_with_a_viewer(tmp_path):
+    """train.py viewer=web serves its page while it trains and ends as it would without it."""
+    rsl = pytest.importorskip("rsl_rl")
+    del rsl
+    args = [sys.executable, os.path.join(ROOT, "train.py"), "num_envs=16", "train.iterations=30"]
+    args += ["train.runner.num_steps_per_env=16", "train.eval_steps=0", f"hydra.run.dir={tmp_path}/run"]
+    args += ["viewer=web", f"viewer.port={free_port()}", f"train.policy_path={tmp_path}/policy.safetensors"]
+    page, out, err, status = _serve_page(args, tmp_path, stop=False)
+    assert b"<" in page and status == 0, err
+    assert os.path.exists(tmp_path / "policy.safetensors")
+
+
+def test_entry_points_stay_thin():
+    for name in ("play.py", "train.py"):
+        with open(os.path.join(ROOT, name)) as f:
+            assert len(f.read().splitlines()) <= 150, name

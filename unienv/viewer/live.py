@@ -98,8 +98,9 @@ class Watch:
             except Exception as error:  # the env closed under it, or the engine refused: stop watching
                 self.viewer.report(f"stopped: {type(error).__name__}: {error}")
                 return
-            self.frames += 1
-            self.viewer.report(f"training: frame {self.frames}")
+            self.frames += self.viewer.watched
+            if self.frames % round(self.options.fps) == 1:  # the status line about once a second
+                self.viewer.report(f"training: {self.frames} frames sent")
 
     def close(self) -> None:
         self._stop.set()

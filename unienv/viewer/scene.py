@@ -90,9 +90,9 @@ def tile_offsets(count: int, spacing: float) -> np.ndarray:
     return np.array([[spacing * (k % columns), -spacing * (k // columns), 0.0] for k in range(count)])
 
 
-def build(server, model: mujoco.MjModel, count: int, spacing: float) -> list[list]:
-    """Add `count` copies of the model's bodies to server's scene; returns their frame handles
-    [env k][body b]. Lights: the model's own, plus a soft hemisphere."""
+def build(server, model: mujoco.MjModel, count: int, spacing: float) -> list[dict]:
+    """Add `count` copies of the model's bodies to server's scene; returns the frame handles of
+    those with something to draw, [env k]{body b: frame}. Lights: the model's own and a sky."""
     meshes = {}
     for g in range(model.ngeom):
         if model.geom_group[g] not in VISIBLE_GROUPS or model.geom_rgba[g][3] == 0:
@@ -110,10 +110,10 @@ def build(server, model: mujoco.MjModel, count: int, spacing: float) -> list[lis
     frames = []
     for k, offset in enumerate(tile_offsets(count, spacing)):
         server.scene.add_frame(f"/env{k}", position=tuple(offset), show_axes=False)
-        frames.append([])
-        for b in range(model.nbody):
-            frames[k].append(server.scene.add_frame(f"/env{k}/body{b}", show_axes=False))
-            for g, mesh in meshes.get(b, ()):
+        frames.append({})
+        for b, geoms in sorted(meshes.items()):
+            frames[k][b] = server.scene.add_frame(f"/env{k}/body{b}", show_axes=False)
+            for g, mesh in geoms:
                 color, opacity = geom_color(model, g)
                 server.scene.add_mesh_simple(
                     f"/env{k}/body{b}/geom{g}",

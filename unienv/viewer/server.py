@@ -158,12 +158,18 @@ class Viewer:
         """Pose every body of the shown envs: pos (K, nbody, 3), quat (K, nbody, 4) wxyz."""
         with self.server.atomic():
             for k, frames in enumerate(self.frames):
-                for b, frame in enumerate(frames):
+                for b, frame in frames.items():
                     frame.position, frame.wxyz = pos[k, b], quat[k, b]
 
+    @property
+    def watched(self) -> bool:
+        """Whether a page is connected (with none, nothing is read or sent)."""
+        return bool(self.server.get_clients())
+
     def refresh(self) -> None:
-        """Read the shown envs' poses from the backend and send them."""
-        self.show(*self.poses(self.env_ids))
+        """Read the shown envs' poses from the backend and send them, where a page is open."""
+        if self.watched:
+            self.show(*self.poses(self.env_ids))
 
     def report(self, status: str, terms: dict[str, float] | None = None) -> None:
         """The status line and, where given, reward terms of the first shown env as bars."""
