@@ -226,3 +226,15 @@ def test_entry_points_stay_thin():
     for name in ("play.py", "train.py"):
         with open(os.path.join(ROOT, name)) as f:
             assert len(f.read().splitlines()) <= 150, name
+
+
+def test_page_command_reaches_the_shown_envs_only(quadruped):
+    from unienv.viewer.live import _write_command
+
+    before = np.array(quadruped._memory["command"], copy=True)
+    _write_command(quadruped, np.array([1, 4]), (0.7, -0.2, 0.3))
+    after = np.asarray(quadruped._memory["command"])
+    np.testing.assert_allclose(after[[1, 4]], [[0.7, -0.2, 0.3]] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(after[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
+    obs = quadruped.observe()  # the task observes it: command x (2, 2, 0.25) at 9:12
+    np.testing.assert_allclose(np.asarray(obs)[1, 9:12], [1.4, -0.4, 0.075], rtol=1e-5)

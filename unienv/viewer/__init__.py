@@ -29,11 +29,15 @@ def from_cfg(cfg: Mapping[str, Any] | None, num_envs: int) -> Options | None:
     fps = cfg.get("fps", 30.0)
     if isinstance(fps, bool) or not isinstance(fps, int | float) or fps <= 0:
         raise ArgumentError(f"viewer.fps: expected a number > 0, got {fps!r}")
+    budget = cfg.get("budget", 0.05)
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget <= 1:
+        raise ArgumentError(f"viewer.budget: expected a share of a core in (0, 1], got {budget!r}")
     options = Options(
         host=str(cfg.get("host", "127.0.0.1")),
         port=cfg.get("port", 8080),
         envs=envs,
         fps=float(fps),
+        budget=float(budget),
         spacing=float(cfg.get("spacing", 1.5)),
     )
     return check(options, num_envs)

@@ -5,7 +5,8 @@ honouring pause, step, reset and the command typed on the page (written to the s
 memory, and held there across their resets); it sends a frame after each step, at most
 `options.fps` per second, with the first shown env's reward terms and the episode statistics.
 
-`Watch`: during training, a daemon thread wakes `fps` times a second and sends the shown envs'
+`Watch`: during training, a daemon thread wakes `fps` times a second (fewer where a frame would
+take more than `budget` of a core's time) and, while a page is open, sends the shown envs'
 current poses; the training loop never calls it and never waits for it (the slot it reads is the
 env's own live state, the latest there is; nothing queues). A frame read while the engine writes
 may mix two consecutive physics steps: a visual blemish only, since nothing is written back.
@@ -91,13 +92,16 @@ class Watch:
         self._thread.start()
 
     def _run(self) -> None:
-        period = 1.0 / self.options.fps
-        while not self._stop.wait(period):
+        wait = period = 1.0 / self.options.fps
+        while not self._stop.wait(wait):
+            start = time.perf_counter()
             try:
                 self.viewer.refresh()
             except Exception as error:  # the env closed under it, or the engine refused: stop watching
                 self.viewer.report(f"stopped: {type(error).__name__}: {error}")
                 return
+            # the frame's cost is at most `budget` of the time between frames: fewer frames, not a slower run
+            wait = max(period, (time.perf_counter() - start) / self.options.budget)
             self.frames += self.viewer.watched
             if self.frames % round(self.options.fps) == 1:  # the status line about once a second
                 self.viewer.report(f"training: {self.frames} frames sent")

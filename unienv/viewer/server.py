@@ -33,6 +33,7 @@ class Options:
     port: int = 8080
     envs: tuple[int, ...] = ()  # env indices shown; () tiles the first DEFAULT_ENVS
     fps: float = 30.0  # frames sent per second at most
+    budget: float = 0.05  # while training: sending frames takes at most this share of a core's time
     spacing: float = 1.5  # m between the tiled envs
 
 
