@@ -177,7 +177,7 @@ def test_watch_sends_frames_while_the_loop_steps(quadruped):
     sent = watch.frames - first
     watch.close()
     page.join()
-    assert 10 <= sent <= 60 and received[0] > 0
+    assert 3 <= sent <= 55 and received[0] > 0  # fps=50 at most; fewer where the budget binds
     quadruped.step(policy(None))
 
 
@@ -191,9 +191,9 @@ def _serve_page(args, cwd, stop=True):
     lines = []
     for line in process.stdout:
         lines.append(line)
-        if line.startswith("viewer: http://"):
+        if line.startswith("viewer: from another machine"):  # printed with the URL, just before it
             break
-    url = lines[-1].split()[1]
+    url = lines[-2].split()[1]
     page = urllib.request.urlopen(url, timeout=30).read(200)
     if stop:
         process.send_signal(signal.SIGINT)
@@ -238,3 +238,15 @@ def test_page_command_reaches_the_shown_envs_only(quadruped):
     np.testing.assert_array_equal(after[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
     obs = quadruped.observe()  # the task observes it: command x (2, 2, 0.25) at 9:12
     np.testing.assert_allclose(np.asarray(obs)[1, 9:12], [1.4, -0.4, 0.075], rtol=1e-5)
+
+
+def test_loopback_by_default_and_a_warning_elsewhere(capsys):
+    from unienv.viewer.server import announce
+
+    assert Options().host == "127.0.0.1"
+    announce("127.0.0.1", 8080)
+    out, err = capsys.readouterr()
+    assert "ssh -L 8080:localhost:8080" in out and not err
+    announce("0.0.0.0", 8080)
+    out, err = capsys.readouterr()
+    assert out == "viewer: http://0.0.0.0:8080\n" and err.startswith("viewer: warning: listening on 0.0.0.0")

@@ -71,6 +71,7 @@ def main(argv=None) -> dict[str, float]:
     policy = make_policy("random", env)
     options = Options(port=args.port)
     best = {"headless": 0.0, "watched, no page": 0.0, "watched, a page open": 0.0}
+    fps = 0.0
     for _ in range(args.rounds):
         best["headless"] = max(best["headless"], _steps_per_s(env, policy, args.seconds))
         watch = Watch(env, check(options, env.num_envs))
@@ -83,7 +84,9 @@ def main(argv=None) -> dict[str, float]:
             deadline = time.monotonic() + 60.0
             while not watch.viewer.watched and time.monotonic() < deadline:  # it starts and connects
                 time.sleep(0.1)
+            frames, start = watch.frames, time.perf_counter()
             rate = _steps_per_s(env, policy, args.seconds)
+            fps = max(fps, (watch.frames - frames) / (time.perf_counter() - start))
             best["watched, a page open"] = max(best["watched, a page open"], rate)
             page.terminate()
             page.wait(timeout=60)
@@ -96,7 +99,8 @@ def main(argv=None) -> dict[str, float]:
     for name, rate in best.items():
         if rate:
             print(f"  {name:22s} {rate:10.0f} env steps/s  {rate / best['headless']:.3f} of headless")
-    return best
+    print(f"  frames sent to the page: {fps:.1f}/s of {len(options.envs) or 4} envs")
+    return best | {"frames_per_s": fps}
 
 
 if __name__ == "__main__":

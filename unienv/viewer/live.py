@@ -94,14 +94,14 @@ class Watch:
     def _run(self) -> None:
         wait = period = 1.0 / self.options.fps
         while not self._stop.wait(wait):
-            start = time.perf_counter()
+            start = time.thread_time()  # this thread's CPU time: waiting for the GIL is not its cost
             try:
                 self.viewer.refresh()
             except Exception as error:  # the env closed under it, or the engine refused: stop watching
                 self.viewer.report(f"stopped: {type(error).__name__}: {error}")
                 return
             # the frame's cost is at most `budget` of the time between frames: fewer frames, not a slower run
-            wait = max(period, (time.perf_counter() - start) / self.options.budget)
+            wait = max(period, (time.thread_time() - start) / self.options.budget)
             self.frames += self.viewer.watched
             if self.frames % round(self.options.fps) == 1:  # the status line about once a second
                 self.viewer.report(f"training: {self.frames} frames sent")

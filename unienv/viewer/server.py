@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import logging
 import socket
 import sys
 import threading
@@ -72,14 +73,15 @@ def check(options: Options, num_envs: int) -> Options:
 def announce(host: str, port: int) -> None:
     """Print the URL, how to reach it over SSH, and a warning for a host other than loopback."""
     local = host in ("localhost", "::1") or ipaddress.ip_address(host).is_loopback
-    print(f"viewer: http://{'localhost' if local else host}:{port}", flush=True)
-    if local:
+    url = f"viewer: http://{'localhost' if local else host}:{port}"
+    if local:  # one write: a Ctrl-C never falls between the two lines
         print(
-            f"viewer: from another machine, `ssh -L {port}:localhost:{port} <this host>` "
+            f"{url}\nviewer: from another machine, `ssh -L {port}:localhost:{port} <this host>` "
             f"then open http://localhost:{port}",
             flush=True,
         )
     else:
+        print(url, flush=True)
         print(
             f"viewer: warning: listening on {host}, reachable by anyone who can reach this machine "
             "(the default, 127.0.0.1, is reachable only through ssh -L)",
@@ -97,6 +99,7 @@ class Viewer:
     def __init__(self, env, options: Options, *, controls: bool = True):
         import viser
 
+        logging.getLogger("websockets").setLevel(logging.WARNING)  # no line per connection in the run's log
         self.options, self.env_ids = options, np.asarray(options.envs)
         self.model = mujoco.MjModel.from_xml_path(env.task.scene)
         self.poses = scene.Poses(env.backend, self.model)
