@@ -250,3 +250,37 @@ def test_loopback_by_default_and_a_warning_elsewhere(capsys):
     announce("0.0.0.0", 8080)
     out, err = capsys.readouterr()
     assert out == "viewer: http://0.0.0.0:8080\n" and err.startswith("viewer: warning: listening on 0.0.0.0")
+
+
+def test_mocap_markers_follow_each_env():
+    """reach's target is a mocap body that each reset moves per env: the viewer poses it there."""
+    env = unienv.make("reach", num_envs=3, seed=5)
+    try:
+        env.reset(seed=5)
+        model = mujoco.MjModel.from_xml_path(env.task.scene)
+        pos, _ = Poses(env.backend, model)(np.array([0, 2]))
+        target = np.asarray(env._memory["target"])[[0, 2]]
+        np.testing.assert_allclose(pos[:, model.body("target").id], target, atol=1e-6)
+        assert np.abs(target[0] - target[1]).max() > 1e-3
+    finally:
+        env.close()
+
+
+def test_terrain_is_drawn_as_a_heightfield():
+    """quadruped_rough's generated terrain becomes a grid mesh of the heightfield's size and heights."""
+    from unienv.viewer.scene import geom_mesh
+
+    env = unienv.make("quadruped_rough", num_envs=1, seed=0)
+    try:
+        model = mujoco.MjModel.from_xml_path(env.task.scene)  # the scene written with the generated terrain
+        hfields = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD]
+        assert hfields
+        mesh = geom_mesh(model, hfields[0])
+        h = model.geom_dataid[hfields[0]]
+        assert len(mesh.vertices) == model.hfield_nrow[h] * model.hfield_ncol[h]
+        rx, ry, top, _ = model.hfield_size[h]
+        extent = mesh.vertices.max(0) - mesh.vertices.min(0)
+        np.testing.assert_allclose(extent[:2], [2 * rx, 2 * ry], rtol=1e-6)
+        assert 0 < extent[2] <= top + 1e-9
+    finally:
+        env.close()
