@@ -284,3 +284,13 @@ def test_terrain_is_drawn_as_a_heightfield():
         assert 0 < extent[2] <= top + 1e-9
     finally:
         env.close()
+
+
+def test_without_viser_one_line_says_what_to_install():
+    code = (
+        "import runpy, sys; sys.modules['viser'] = None; sys.argv = ['play.py', 'viewer=web']; "
+        "runpy.run_path('play.py', run_name='__main__')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip() == "error: viewer=web: needs viser; pip install 'unienv[viewer]'"

@@ -21,7 +21,6 @@ import mujoco
 import numpy as np
 
 from unienv.errors import ArgumentError
-from unienv.viewer import scene
 
 DEFAULT_ENVS = 4  # envs tiled when none are chosen, as play.py's videos tile video.envs
 
@@ -98,6 +97,8 @@ class Viewer:
 
     def __init__(self, env, options: Options, *, controls: bool = True):
         import viser
+
+        from unienv.viewer import scene  # trimesh, which comes with viser
 
         logging.getLogger("websockets").setLevel(logging.WARNING)  # no line per connection in the run's log
         self.options, self.env_ids = options, np.asarray(options.envs)
