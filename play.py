@@ -4,6 +4,7 @@
     python play.py task=ant num_envs=16 steps=500 policy=zero
     python play.py task=cartpole policy=path/to/policy.safetensors video.envs=1
     python play.py policy=path/to/policy.onnx        # an exported policy, run by onnxruntime
+    python play.py task=quadruped viewer=web        # watch it in a browser instead (unienv.viewer)
     python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/tools/sweep.py)
 
 Configuration lives in cfg/ (Hydra); `python play.py --help` lists it. A mistake prints one
@@ -27,6 +28,7 @@ from unienv.render import tile
 from unienv.tools import cli, sweep
 from unienv.training.rollout import make_policy, rollout
 from unienv.utils.files import written
+from unienv.viewer import from_cfg
 
 # video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
 OmegaConf.register_new_resolver(
@@ -45,7 +47,12 @@ def main(cfg: DictConfig) -> None:
     if isinstance(cfg.video.fps, bool) or not isinstance(cfg.video.fps, int | float) or cfg.video.fps <= 0:
         raise ArgumentError(f"video.fps: expected a number > 0, got {cfg.video.fps!r}")
     sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true
-    video = cfg.video.enabled and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
+    web = from_cfg(cfg.viewer, cfg.num_envs)  # checked before anything starts; None: no viewer
+    video = (
+        web is None
+        and cfg.video.enabled
+        and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
+    )
     env = unienv.make(
         task,
         backend=backend,
@@ -61,6 +68,12 @@ def main(cfg: DictConfig) -> None:
         render_size=(cfg.video.height, cfg.video.width),
     )
     policy = make_policy(cfg.policy, env)
+    if web is not None:
+        from unienv.viewer.live import play
+
+        with contextlib.closing(env), contextlib.suppress(KeyboardInterrupt), _sigterm_as_interrupt():
+            play(env, policy, web, seed=cfg.seed)
+        return
     frame_every = max(1, math.ceil(env.metadata["render_fps"] / cfg.video.fps))
     path = hydra.utils.to_absolute_path(cfg.video.path) if video else None
     with contextlib.ExitStack() as stack:  # closed in reverse: the writer, the file, the env

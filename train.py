@@ -5,6 +5,7 @@
     python train.py train=ppo_ant backend=mjwarp num_envs=4096 device=cuda
     torchrun --nproc_per_node=4 train.py train=ppo_ant backend=mjwarp device=cuda
     python train.py train.resume=outputs/<date>/<time>     # continue a stopped run (same options)
+    python train.py train=ppo_quadruped viewer=web        # watch the envs in a browser as they train
     python play.py policy=outputs/<date>/<time>/policy.safetensors # replay and record it
 
 Configuration lives in cfg/train.yaml and the cfg/train/ presets (Hydra; `--help` lists it). Each
@@ -43,6 +44,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from unienv import viewer
 from unienv.tools import cli
 
 cli.require_extra("rsl_rl", extra="rsl-rl")
@@ -53,7 +55,7 @@ from unienv.training.run import train  # noqa: E402  (imports rsl_rl)
 @cli.report
 def main(cfg: DictConfig) -> None:
     cli.check_ints(cfg, "num_envs", "seed")
-    train(cfg)
+    train(cfg, on_env=viewer.watch(viewer.from_cfg(cfg.viewer, cfg.num_envs)))
 
 
 if __name__ == "__main__":

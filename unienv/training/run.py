@@ -66,8 +66,10 @@ def process_group() -> tuple[int, int, int]:
     return int(os.getenv("RANK", "0")), int(os.getenv("LOCAL_RANK", "0")), int(os.getenv("WORLD_SIZE", "1"))
 
 
-def train(cfg: DictConfig) -> None:
-    """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation."""
+def train(cfg: DictConfig, on_env=None) -> None:
+    """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation.
+    on_env(env), where given, is called once the envs are built and returns what to close when
+    training ends (train.py's viewer=web)."""
     rank, local_rank, world = process_group()
     max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
     timeout_s = check_timeout(cfg.distributed.timeout_s)
@@ -155,6 +157,7 @@ def train(cfg: DictConfig) -> None:
                 flush=True,
             )
 
+    watcher = on_env(env) if on_env is not None else None
     start = time.perf_counter()
     try:
         runner.learn(remaining, init_at_random_ep_len=cfg.train.init_at_random_ep_len and checkpoint is None)
@@ -165,6 +168,8 @@ def train(cfg: DictConfig) -> None:
         sys.exit(1)
     finally:
         stop.restore()
+        if watcher is not None:
+            watcher.close()
     seconds = time.perf_counter() - start
     env.close()
     finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, world)

@@ -1,0 +1,67 @@
+"""Headless Chromium driven over the DevTools protocol: open a page, wait, take a screenshot.
+
+Debian's `chromium` (apt-get install chromium; .ci/run installs it), WebGL in software
+(SwiftShader), a fresh profile per call; no network beyond the loopback page it opens.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+)
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -> None:
+    """Open url, let it run wait_s seconds, and write a PNG of the page to path."""
+    from websockets.sync.client import connect
+
+    with tempfile.TemporaryDirectory() as profile:
+        args = [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0"]
+        args += [f"--window-size={size[0]},{size[1]}", url]
+        browser = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            port_file = os.path.join(profile, "DevToolsActivePort")
+            deadline = time.monotonic() + 30
+            while not os.path.exists(port_file) or not pathlib.Path(port_file).read_text().strip():
+                if time.monotonic() > deadline:
+                    raise TimeoutError("chromium did not open its DevTools port")
+                time.sleep(0.2)
+            port = int(pathlib.Path(port_file).read_text().split()[0])
+            time.sleep(wait_s)
+            pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+            target = next(p for p in pages if p["type"] == "page")
+            with connect(target["webSocketDebuggerUrl"], max_size=2**26) as ws:
+                ws.send(
+                    json.dumps({"id": 1, "method": "Page.captureScreenshot", "params": {"format": "png"}})
+                )
+                while True:
+                    reply = json.loads(ws.recv(timeout=60))
+                    if reply.get("id") == 1:
+                        break
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(reply["result"]["data"]))
+        finally:
+            browser.terminate()
+            browser.wait(timeout=10)

@@ -1,0 +1,296 @@
+"""The web viewer: a page in headless Chromium shows the robot; the poses it sends are MuJoCo's
+xpos/xquat on every engine; bad options stop the run before anything starts; a training watcher
+sends frames without the loop calling it."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import mujoco
+import numpy as np
+import pytest
+
+pytest.importorskip("viser")
+
+import unienv  # noqa: E402
+from unienv.errors import ArgumentError  # noqa: E402
+from unienv.training.rollout import make_policy  # noqa: E402
+from unienv.viewer import from_cfg  # noqa: E402
+from unienv.viewer.live import Watch  # noqa: E402
+from unienv.viewer.scene import Poses  # noqa: E402
+from unienv.viewer.server import Options, Viewer, check  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(__file__))
+import browser  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    env = unienv.make("quadruped", num_envs=6, seed=3)
+    env.reset(seed=3)
+    policy = make_policy("random", env)
+    for _ in range(5):
+        env.step(policy(None))
+    yield env
+    env.close()
+
+
+@pytest.mark.skipif(
+    browser.chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)"
+)
+def test_page_shows_the_robot(quadruped, tmp_path):
+    """One env, centred: the middle of the page holds the robot's pixels, the floor's edge holds none."""
+    viewer = Viewer(quadruped, check(Options(port=free_port(), envs=(2,)), quadruped.num_envs))
+    import threading
+
+    done = threading.Event()
+
+    def frames():  # what play's loop does: poses sent while a page is open
+        while not done.wait(0.1):
+            viewer.refresh()
+
+    sender = threading.Thread(target=frames)
+    sender.start()
+    try:
+        shot = tmp_path / "viewer.png"
+        browser.screenshot(f"http://127.0.0.1:{viewer.options.port}/", str(shot), wait_s=20)
+    finally:
+        done.set()
+        sender.join()
+        viewer.close()
+    image = np.asarray(__import__("imageio").v2.imread(shot))[..., :3].astype(int)
+    h, w = image.shape[:2]
+    below = image[int(0.75 * h) :, int(0.1 * w) : int(0.4 * w)]  # floor only (right of the axes gizmo)
+    floor = np.median(below.reshape(-1, 3), 0)
+    centre = image[int(0.3 * h) : int(0.75 * h), int(0.3 * w) : int(0.65 * w)]
+    robot = np.abs(centre - floor).sum(-1) > 60
+    assert robot.mean() > 0.02, f"robot pixels: {robot.mean():.4f} of the page's centre"
+    assert (np.abs(below - floor).sum(-1) > 60).mean() < 0.01
+    if os.environ.get("UNIENV_DOCS_SCREENSHOT"):  # refresh the docs' picture
+        shutil.copy(shot, os.path.join(ROOT, "docs", "viewer.png"))
+
+
+ENGINES = ["mujoco", "mjwarp", pytest.param("genesis", marks=pytest.mark.slow)]  # genesis: one build
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_sent_poses_are_mujocos(backend):
+    """The poses the viewer sends for envs 1 and 3 after a few random steps equal MuJoCo's xpos and
+    xquat for the state that engine reports, to 1e-6, and its own body views to float precision."""
+    pytest.importorskip({"mujoco": "mujoco", "mjwarp": "mujoco_warp", "genesis": "genesis"}[backend])
+    device = None if backend == "mujoco" else "cpu"  # Warp's and Genesis's CPU devices here
+    env = unienv.make("quadruped", backend=backend, num_envs=4, seed=1, device=device)
+    try:
+        env.reset(seed=1)
+        policy = make_policy("random", env)
+        for _ in range(8):
+            env.step(policy(None))
+        model = mujoco.MjModel.from_xml_path(env.task.scene)
+        pos, quat = Poses(env.backend, model)(np.array([1, 3]))
+        data = mujoco.MjData(model)
+        qpos = env.backend.get_state_views()["qpos"].double().cpu().numpy()
+        for k, i in enumerate((1, 3)):
+            data.qpos[:] = qpos[i]
+            mujoco.mj_forward(model, data)
+            np.testing.assert_allclose(pos[k], data.xpos, atol=1e-6)
+            np.testing.assert_allclose(quat[k], data.xquat, atol=1e-6)
+        views = env.backend.get_body_views(np.arange(model.nbody))
+        np.testing.assert_allclose(pos, views.pos[[1, 3]].double().cpu().numpy(), atol=2e-4)
+        assert np.abs(pos[0] - pos[1]).max() > 1e-3  # two envs, two states
+    finally:
+        env.close()
+
+
+def test_bad_options_are_one_line_each():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ArgumentError, match=rf"viewer.port: 127.0.0.1:{port} is not free"):
+            check(Options(port=port), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.envs: expected env indices in 0..3, got 7"):
+        check(Options(port=free_port(), envs=(0, 7)), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.host: expected an IP address .* got 'my laptop'"):
+        check(Options(host="my laptop", port=free_port()), 4)
+    with pytest.raises(ArgumentError, match=r"viewer.port: expected a port number"):
+        check(Options(port=70000), 4)
+    with pytest.raises(ArgumentError, match=r"viewer: expected none or web, got 'gui'"):
+        from_cfg({"name": "gui"}, 4)
+    assert from_cfg({"name": "none"}, 4) is None
+    assert from_cfg({"name": "web", "port": free_port(), "envs": 2}, 4).envs == (2,)
+
+
+def test_play_refuses_a_taken_port_before_it_starts():
+    """play.py viewer=web on a port in use: one error line, exit status 1, no env built, no video."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "play.py", "task=quadruped", "viewer=web", f"viewer.port={port}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert out.returncode == 1, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines == [
+        f"error: viewer.port: 127.0.0.1:{port} is not free (Address already in use); choose another viewer.port="
+    ]
+    assert "viewer: http" not in out.stdout
+
+
+def test_watch_sends_frames_while_the_loop_steps(quadruped):
+    """The watcher sends nothing with no page open, then frames at its rate to a page while the
+    env steps; closing it leaves the env usable (the run goes on)."""
+    import threading
+
+    from unienv.viewer.__main__ import remote_page
+
+    watch = Watch(quadruped, check(Options(port=free_port(), fps=50.0), quadruped.num_envs))
+    policy = make_policy("random", quadruped)
+    start = time.monotonic()
+    while time.monotonic() - start < 0.5:
+        quadruped.step(policy(None))
+    assert watch.frames == 0
+    received = []
+    page = threading.Thread(
+        target=lambda: received.append(remote_page(f"ws://127.0.0.1:{watch.options.port}", 3.0))
+    )
+    page.start()
+    while not watch.viewer.watched and time.monotonic() - start < 30:
+        time.sleep(0.05)
+    first, start = watch.frames, time.monotonic()
+    while time.monotonic() - start < 1.0:
+        quadruped.step(policy(None))
+    sent = watch.frames - first
+    watch.close()
+    page.join()
+    assert 3 <= sent <= 55 and received[0] > 0  # fps=50 at most; fewer where the budget binds
+    quadruped.step(policy(None))
+
+
+def _serve_page(args, cwd, stop=True):
+    """Run a command that starts a viewer; once it prints its URL, fetch the page; then SIGINT
+    it if `stop`. Returns (the page's first bytes, stdout, stderr, exit status)."""
+    import signal
+    import urllib.request
+
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("viewer: from another machine"):  # printed with the URL, just before it
+            break
+    url = lines[-2].split()[1]
+    page = urllib.request.urlopen(url, timeout=30).read(200)
+    if stop:
+        process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    return page, "".join(lines) + out, err, process.returncode
+
+
+def test_play_serves_until_ctrl_c():
+    page, out, err, status = _serve_page(
+        [sys.executable, "play.py", "task=quadruped", "viewer=web", f"viewer.port={free_port()}"], ROOT
+    )
+    assert b"<" in page and status == 0, err
+    assert "ssh -L" in out and "warning" not in err
+
+
+@pytest.mark.slow
+def test_train_goes_on_with_a_viewer(tmp_path):
+    """train.py viewer=web serves its page while it trains and ends as it would without it."""
+    rsl = pytest.importorskip("rsl_rl")
+    del rsl
+    args = [sys.executable, os.path.join(ROOT, "train.py"), "num_envs=16", "train.iterations=30"]
+    args += ["train.runner.num_steps_per_env=16", "train.eval_steps=0", f"hydra.run.dir={tmp_path}/run"]
+    args += ["viewer=web", f"viewer.port={free_port()}", f"train.policy_path={tmp_path}/policy.safetensors"]
+    page, out, err, status = _serve_page(args, tmp_path, stop=False)
+    assert b"<" in page and status == 0, err
+    assert os.path.exists(tmp_path / "policy.safetensors")
+
+
+def test_entry_points_stay_thin():
+    for name in ("play.py", "train.py"):
+        with open(os.path.join(ROOT, name)) as f:
+            assert len(f.read().splitlines()) <= 150, name
+
+
+def test_page_command_reaches_the_shown_envs_only(quadruped):
+    from unienv.viewer.live import _write_command
+
+    before = np.array(quadruped._memory["command"], copy=True)
+    _write_command(quadruped, np.array([1, 4]), (0.7, -0.2, 0.3))
+    after = np.asarray(quadruped._memory["command"])
+    np.testing.assert_allclose(after[[1, 4]], [[0.7, -0.2, 0.3]] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(after[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
+    obs = quadruped.observe()  # the task observes it: command x (2, 2, 0.25) at 9:12
+    np.testing.assert_allclose(np.asarray(obs)[1, 9:12], [1.4, -0.4, 0.075], rtol=1e-5)
+
+
+def test_loopback_by_default_and_a_warning_elsewhere(capsys):
+    from unienv.viewer.server import announce
+
+    assert Options().host == "127.0.0.1"
+    announce("127.0.0.1", 8080)
+    out, err = capsys.readouterr()
+    assert "ssh -L 8080:localhost:8080" in out and not err
+    announce("0.0.0.0", 8080)
+    out, err = capsys.readouterr()
+    assert out == "viewer: http://0.0.0.0:8080\n" and err.startswith("viewer: warning: listening on 0.0.0.0")
+
+
+def test_mocap_markers_follow_each_env():
+    """reach's target is a mocap body that each reset moves per env: the viewer poses it there."""
+    env = unienv.make("reach", num_envs=3, seed=5)
+    try:
+        env.reset(seed=5)
+        model = mujoco.MjModel.from_xml_path(env.task.scene)
+        pos, _ = Poses(env.backend, model)(np.array([0, 2]))
+        target = np.asarray(env._memory["target"])[[0, 2]]
+        np.testing.assert_allclose(pos[:, model.body("target").id], target, atol=1e-6)
+        assert np.abs(target[0] - target[1]).max() > 1e-3
+    finally:
+        env.close()
+
+
+def test_terrain_is_drawn_as_a_heightfield():
+    """quadruped_rough's generated terrain becomes a grid mesh of the heightfield's size and heights."""
+    from unienv.viewer.scene import geom_mesh
+
+    env = unienv.make("quadruped_rough", num_envs=1, seed=0)
+    try:
+        model = mujoco.MjModel.from_xml_path(env.task.scene)  # the scene written with the generated terrain
+        hfields = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD]
+        assert hfields
+        mesh = geom_mesh(model, hfields[0])
+        h = model.geom_dataid[hfields[0]]
+        assert len(mesh.vertices) == model.hfield_nrow[h] * model.hfield_ncol[h]
+        rx, ry, top, _ = model.hfield_size[h]
+        extent = mesh.vertices.max(0) - mesh.vertices.min(0)
+        np.testing.assert_allclose(extent[:2], [2 * rx, 2 * ry], rtol=1e-6)
+        assert 0 < extent[2] <= top + 1e-9
+    finally:
+        env.close()
+
+
+def test_without_viser_one_line_says_what_to_install():
+    code = (
+        "import runpy, sys; sys.modules['viser'] = None; sys.argv = ['play.py', 'viewer=web']; "
+        "runpy.run_path('play.py', run_name='__main__')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip() == "error: viewer=web: needs viser; pip install 'unienv[viewer]'"

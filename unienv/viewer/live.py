@@ -1,0 +1,112 @@
+"""The two ways the viewer is fed: play (it drives the env) and train (it watches one).
+
+`play`: the viewer's loop steps the env under a policy in real time times the page's speed,
+honouring pause, step, reset and the command typed on the page (written to the shown envs' task
+memory, and held there across their resets); it sends a frame after each step, at most
+`options.fps` per second, with the first shown env's reward terms and the episode statistics.
+
+`Watch`: during training, a daemon thread wakes `fps` times a second (fewer where a frame would
+take more than `budget` of a core's time) and, while a page is open, sends the shown envs'
+current poses; the training loop never calls it and never waits for it (the slot it reads is the
+env's own live state, the latest there is; nothing queues). A frame read while the engine writes
+may mix two consecutive physics steps: a visual blemish only, since nothing is written back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import torch
+
+from unienv.viewer.server import Options, Viewer
+
+
+def play(env, policy, options: Options, *, seed: int | None = None, steps: int | None = None) -> int:
+    """Step env under policy with the page's controls until Ctrl-C (or `steps` env steps, for
+    tests); returns the steps done."""
+    viewer = Viewer(env, options)
+    ids = torch.as_tensor(viewer.env_ids, device=env.device)
+    obs, _ = env.reset(seed=seed)
+    done_steps, episodes, returns, command = 0, 0, [], None
+    last_frame = 0.0
+    try:
+        while steps is None or done_steps < steps:
+            start = time.perf_counter()
+            if viewer.take_reset():
+                obs, _ = env.reset(seed=seed)
+            if (new := viewer.take_command()) is not None:
+                command = new
+            if command is not None:
+                _write_command(env, viewer.env_ids, command)
+            if viewer.paused and not viewer.take_step():
+                viewer.refresh()
+                time.sleep(0.05)
+                continue
+            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            done_steps += 1
+            if "final_info" in info:
+                done = np.asarray(torch.as_tensor(info["_final_info"]).cpu())
+                finished = torch.as_tensor(info["final_info"]["episode_stats"]["r"]).cpu().numpy()[done]
+                episodes += len(finished)
+                returns = (returns + finished.tolist())[-100:]
+            if time.perf_counter() - last_frame >= 1.0 / options.fps:
+                last_frame = time.perf_counter()
+                viewer.refresh()
+                terms = {k: float(torch.as_tensor(v)[ids[0]]) for k, v in info["reward_terms"].items()}
+                mean = f"{np.mean(returns):.2f}" if returns else "-"
+                viewer.report(
+                    f"**{env.task.name}** step {done_steps}, {episodes} episodes ended, "
+                    f"mean return (last 100) {mean}, reward of env {int(ids[0])} "
+                    f"{float(torch.as_tensor(reward)[ids[0]]):+.4f}",
+                    terms,
+                )
+            time.sleep(max(0.0, env.task.dt / viewer.speed - (time.perf_counter() - start)))
+    finally:
+        viewer.close()
+    return done_steps
+
+
+def _write_command(env, env_ids: np.ndarray, command: tuple[float, float, float]) -> None:
+    """The page's command into the shown envs' task memory (the env keeps a velocity task's
+    command there; the task reads it at every step)."""
+    memory = env._memory["command"]  # the env's per-env task memory: no public setter exists
+    if isinstance(memory, torch.Tensor):
+        memory[torch.as_tensor(env_ids, device=memory.device)] = torch.tensor(
+            command, dtype=memory.dtype, device=memory.device
+        )
+    else:
+        memory[env_ids] = command
+
+
+class Watch:
+    """A viewer of a running env that no one drives: `fps` frames a second from a daemon thread."""
+
+    def __init__(self, env, options: Options):
+        self.viewer = Viewer(env, options, controls=False)
+        self.options = options
+        self.frames = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="unienv-viewer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        wait = period = 1.0 / self.options.fps
+        while not self._stop.wait(wait):
+            start = time.thread_time()  # this thread's CPU time: waiting for the GIL is not its cost
+            try:
+                self.viewer.refresh()
+            except Exception as error:  # the env closed under it, or the engine refused: stop watching
+                self.viewer.report(f"stopped: {type(error).__name__}: {error}")
+                return
+            # the frame's cost is at most `budget` of the time between frames: fewer frames, not a slower run
+            wait = max(period, (time.thread_time() - start) / self.options.budget)
+            self.frames += self.viewer.watched
+            if self.frames % round(self.options.fps) == 1:  # the status line about once a second
+                self.viewer.report(f"training: {self.frames} frames sent")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self.viewer.close()

@@ -1,0 +1,191 @@
+"""The viser server: where it listens, the scene of the shown envs, and the page's controls.
+
+Safe by default: it binds to 127.0.0.1 and prints the URL with the `ssh -L` line that reaches
+it from another machine; a host other than a loopback address prints a warning. Everything that
+can be wrong (viser missing, a host that is not an address, a port in use, an env index out of
+range) is checked by `check` before anything starts, so a run either starts with its viewer or not
+at all. The server runs in viser's own threads: closing the page never stops the run, and the
+run never waits for a page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import logging
+import socket
+import sys
+import threading
+
+import mujoco
+import numpy as np
+
+from unienv.errors import ArgumentError
+
+DEFAULT_ENVS = 4  # envs tiled when none are chosen, as play.py's videos tile video.envs
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Where the viewer listens and what it shows (cfg/viewer/web.yaml)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    envs: tuple[int, ...] = ()  # env indices shown; () tiles the first DEFAULT_ENVS
+    fps: float = 30.0  # frames sent per second at most
+    budget: float = 0.05  # while training: sending frames takes at most this share of a core's time
+    spacing: float = 1.5  # m between the tiled envs
+
+
+def check(options: Options, num_envs: int) -> Options:
+    """options with its envs resolved, or one ArgumentError naming what is wrong; starts nothing."""
+    try:
+        import viser  # noqa: F401
+    except ImportError:
+        raise ArgumentError("viewer=web: needs viser; pip install 'unienv[viewer]'") from None
+    host = options.host
+    if host != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise ArgumentError(
+                f"viewer.host: expected an IP address (127.0.0.1, 0.0.0.0, ::1) or localhost, got {host!r}"
+            ) from None
+    port = options.port
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ArgumentError(f"viewer.port: expected a port number in 1..65535, got {port!r}")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a listener refuses; TIME_WAIT not
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise ArgumentError(
+                f"viewer.port: {host}:{port} is not free ({error.strerror}); choose another viewer.port="
+            ) from None
+    envs = tuple(options.envs) or tuple(range(min(DEFAULT_ENVS, num_envs)))
+    bad = [e for e in envs if isinstance(e, bool) or not isinstance(e, int) or not 0 <= e < num_envs]
+    if bad:
+        raise ArgumentError(f"viewer.envs: expected env indices in 0..{num_envs - 1}, got {bad[0]!r}")
+    return dataclasses.replace(options, envs=envs)
+
+
+def announce(host: str, port: int) -> None:
+    """Print the URL, how to reach it over SSH, and a warning for a host other than loopback."""
+    local = host in ("localhost", "::1") or ipaddress.ip_address(host).is_loopback
+    url = f"viewer: http://{'localhost' if local else host}:{port}"
+    if local:  # one write: a Ctrl-C never falls between the two lines
+        print(
+            f"{url}\nviewer: from another machine, `ssh -L {port}:localhost:{port} <this host>` "
+            f"then open http://localhost:{port}",
+            flush=True,
+        )
+    else:
+        print(url, flush=True)
+        print(
+            f"viewer: warning: listening on {host}, reachable by anyone who can reach this machine "
+            "(the default, 127.0.0.1, is reachable only through ssh -L)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+class Viewer:
+    """A started viser server with env.task's scene for options.envs and the page's controls.
+
+    The controls' values are read by whoever drives the env (unienv.viewer.live): `paused`,
+    `speed`, and the requests `take_step()`, `take_reset()`, `take_command()`."""
+
+    def __init__(self, env, options: Options, *, controls: bool = True):
+        import viser
+
+        from unienv.viewer import scene  # trimesh, which comes with viser
+
+        logging.getLogger("websockets").setLevel(logging.WARNING)  # no line per connection in the run's log
+        self.options, self.env_ids = options, np.asarray(options.envs)
+        self.model = mujoco.MjModel.from_xml_path(env.task.scene)
+        self.poses = scene.Poses(env.backend, self.model)
+        self.server = viser.ViserServer(host=options.host, port=options.port, verbose=False)
+        self.server.scene.set_up_direction("+z")
+        self.frames = scene.build(self.server, self.model, len(self.env_ids), options.spacing)
+        offsets = scene.tile_offsets(len(self.env_ids), options.spacing)
+        center, reach = offsets.mean(0), 1.5 + float(np.ptp(offsets[:, :2], 0).max(initial=0.0))
+        self.server.initial_camera.look_at = tuple(center + (0.0, 0.0, 0.3))
+        self.server.initial_camera.position = tuple(center + (reach, -reach, 0.8 * reach))
+        self._lock = threading.Lock()
+        self._step = self._reset = False
+        self._command = None
+        gui = self.server.gui
+        self.status = gui.add_markdown("starting")
+        if controls:
+            self._paused = gui.add_checkbox("Pause", False)
+            gui.add_button("Step").on_click(lambda _: self._request("_step"))
+            gui.add_button("Reset").on_click(lambda _: self._request("_reset"))
+            self._speed = gui.add_slider("Speed", min=0.1, max=4.0, step=0.1, initial_value=1.0)
+            command = getattr(env, "_memory", {}).get("command")
+            if command is not None and np.shape(command)[1] == 3:  # the velocity tasks' (vx, vy, yaw rate)
+                self._command_input = gui.add_vector3("Command (vx, vy, yaw)", (0.5, 0.0, 0.0), step=0.1)
+                gui.add_button("Apply command").on_click(lambda _: self._set_command())
+        self.terms = gui.add_markdown("")
+        announce(options.host, options.port)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.value
+
+    @property
+    def speed(self) -> float:
+        return float(self._speed.value)
+
+    def _request(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, True)
+
+    def _set_command(self) -> None:
+        with self._lock:
+            self._command = tuple(float(v) for v in self._command_input.value)
+
+    def _take(self, name: str):
+        with self._lock:
+            value = getattr(self, name)
+            setattr(self, name, None if name == "_command" else False)
+        return value
+
+    def take_step(self) -> bool:
+        return self._take("_step")
+
+    def take_reset(self) -> bool:
+        return self._take("_reset")
+
+    def take_command(self) -> tuple[float, float, float] | None:
+        return self._take("_command")
+
+    def show(self, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Pose every body of the shown envs: pos (K, nbody, 3), quat (K, nbody, 4) wxyz."""
+        with self.server.atomic():
+            for k, frames in enumerate(self.frames):
+                for b, frame in frames.items():
+                    frame.position, frame.wxyz = pos[k, b], quat[k, b]
+
+    @property
+    def watched(self) -> bool:
+        """Whether a page is connected (with none, nothing is read or sent)."""
+        return bool(self.server.get_clients())
+
+    def refresh(self) -> None:
+        """Read the shown envs' poses from the backend and send them, where a page is open."""
+        if self.watched:
+            self.show(*self.poses(self.env_ids))
+
+    def report(self, status: str, terms: dict[str, float] | None = None) -> None:
+        """The status line and, where given, reward terms of the first shown env as bars."""
+        self.status.content = status
+        if terms:
+            scale = max(1e-9, *(abs(v) for v in terms.values()))
+            rows = [
+                f"| {name} | {value:+.4f} | {'█' * round(10 * abs(value) / scale)} |"
+                for name, value in terms.items()
+            ]
+            self.terms.content = "\n".join(["| reward term | value | |", "|---|---:|---|", *rows])
+
+    def close(self) -> None:
+        self.server.stop()
