@@ -9,7 +9,9 @@ terminated and truncated flags, every info array (the episodes' wall-clock
 seconds `t` excepted) and `env.dr_params()` after every step. A case the backend
 refuses at construction hashes the error's type.
 
-A refactor that keeps these hashes keeps every output bit for bit. Run each backend's cases in
+A refactor that keeps these hashes keeps every output bit for bit, on the machine and libraries
+that recorded them (NumPy, torch and Warp pick vectorized kernels by CPU; task math uses no BLAS
+product, so OPENBLAS_CORETYPE does not matter: tests/test_golden_blas.py). Run each backend's cases in
 a process of their own, before anything initializes Genesis: its initialization turns on
 flush-to-zero for the whole process, which changes later MuJoCo results in their last bits
 (reach's, on mujoco and mjwarp). Backends run in registry order, genesis last. Record anew
