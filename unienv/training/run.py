@@ -33,7 +33,9 @@ class TrackingError:
     """
 
     def __init__(self, task):
-        self.scale = torch.cat((task.base_obs_scale[[0, 1, 5]], task.command_scale))
+        # the task's constants are in its namespace (NumPy on the CPU engine), the observations torch
+        obs_scale, command_scale = (torch.as_tensor(a) for a in (task.base_obs_scale, task.command_scale))
+        self.scale = torch.cat((obs_scale[[0, 1, 5]], command_scale))
         self.lin = self.yaw = 0.0
         self.count = 0
 
