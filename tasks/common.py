@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from unienv.backends.base import SimBackend
 from unienv.utils.random import Sampler
 
@@ -80,37 +78,24 @@ def rotate(xp, quat, v):
     return v + w * t + xp.cross(u, t)
 
 
-def _quat_to_matrix():
-    """mju_quat2Mat's nine entries (row-major) as sums of the products q_a q_b of a wxyz
-    quaternion's components: (16, 9), products flattened a-major."""
-    w, x, y, z = range(4)
-    entries = (  # (coefficient, a, b) per entry
-        ((1, w, w), (1, x, x), (-1, y, y), (-1, z, z)),
-        ((2, x, y), (-2, w, z)),
-        ((2, x, z), (2, w, y)),
-        ((2, x, y), (2, w, z)),
-        ((1, w, w), (-1, x, x), (1, y, y), (-1, z, z)),
-        ((2, y, z), (-2, w, x)),
-        ((2, x, z), (-2, w, y)),
-        ((2, y, z), (2, w, x)),
-        ((1, w, w), (-1, x, x), (-1, y, y), (1, z, z)),
-    )
-    m = np.zeros((4, 4, 9))
-    for k, terms in enumerate(entries):
-        for c, a, b in terms:
-            m[a, b, k] = c
-    return m.reshape(16, 9)
-
-
-QUAT_TO_MATRIX = _quat_to_matrix()
-
-
-def rotation_matrix(quat, quat_to_matrix):
+def rotation_matrix(xp, quat):
     """(N, 3, 3) rotation matrices of unit wxyz quaternions (N, 4), body to world (the body's
-    axes are the columns), as mju_quat2Mat; quat_to_matrix: QUAT_TO_MATRIX as an array of the
-    caller's namespace and dtype. Two calls, a product and a matmul (per env, so that a row's
-    result does not depend on the batch), where a rotation by cross products takes a dozen.
-    v @ R (v (N, 1, 3)) turns world vectors into the body frame, R @ v body vectors into the world."""
-    n = len(quat)
-    products = (quat[:, :, None] * quat[:, None, :]).reshape(n, 1, 16)
-    return (products @ quat_to_matrix).reshape(n, 3, 3)
+    axes are the columns), mju_quat2Mat's formulas term by term. Elementwise, in a fixed
+    order, and never a matrix product: BLAS kernels (which differ by CPU, OPENBLAS_CORETYPE)
+    would set the last bits. v @ R turns world vectors into the body frame (`to_body`),
+    R @ v body vectors into the world."""
+    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    ww, xx, yy, zz = w * w, x * x, y * y, z * z
+    wx, wy, wz, xy, xz, yz = w * x, w * y, w * z, x * y, x * z, y * z
+    rows = (
+        (ww + xx - yy - zz, 2 * xy - 2 * wz, 2 * xz + 2 * wy),
+        (2 * xy + 2 * wz, ww - xx + yy - zz, 2 * yz - 2 * wx),
+        (2 * xz - 2 * wy, 2 * yz + 2 * wx, ww - xx - yy + zz),
+    )
+    return xp.stack([xp.stack(row, 1) for row in rows], 1)
+
+
+def to_body(v, rot):
+    """World vectors v (N, 3) in the body frames of rot (N, 3, 3): v @ R, summed in index
+    order elementwise (no BLAS kernel in the last bits, see `rotation_matrix`)."""
+    return v[:, 0, None] * rot[:, 0] + v[:, 1, None] * rot[:, 1] + v[:, 2, None] * rot[:, 2]

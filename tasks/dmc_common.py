@@ -38,7 +38,7 @@ import numpy as np
 
 from unienv.errors import ArgumentError
 from unienv.task import Task, TaskOptions, option
-from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
+from unienv.tasks.common import rotation_matrix
 
 DEFAULT_VALUE_AT_MARGIN = 0.1  # dm_control.utils.rewards' default
 SIGMOIDS = (
@@ -201,7 +201,6 @@ class DMCTask(Task):
         a backend that cannot serve a quantity the task reads (a sensor type, a MuJoCo
         field) refuses it now, at construction, rather than at the first reset."""
         super().setup(backend)
-        self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         self.qpos0 = self.array(backend.info.qpos0)
         self.nq, self.nv = backend.nq, backend.nv
         self._joint_reset_rule(backend.info)
@@ -225,7 +224,7 @@ class DMCTask(Task):
         """(N, B, 9) row-major orientation matrices of the bodies (ids), as MuJoCo's xmat."""
         quat = self.xp.asarray(backend.get_body_views(bodies).quat)
         n, b = quat.shape[:2]
-        return rotation_matrix(quat.reshape(n * b, 4), self.quat_to_matrix).reshape(n, b, 9)
+        return rotation_matrix(self.xp, quat.reshape(n * b, 4)).reshape(n, b, 9)
 
     def sensor(self, backend, name: str) -> Any:
         """(N, dim) copy of the named sensor's output."""

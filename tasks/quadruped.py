@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task, TaskOptions, option
-from unienv.tasks.common import QUAT_TO_MATRIX, rotation_matrix
+from unienv.tasks.common import rotation_matrix, to_body
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
 JOINTS = 12  # hip, thigh and calf of each leg, one PD servo each
@@ -132,7 +132,6 @@ class Quadruped(Task):
         # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
         self.bias = self.array(np.ascontiguousarray(info.actuator_bias.T))
         self.nv = backend.nv
-        self.quat_to_matrix = self.array(QUAT_TO_MATRIX)
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
         self.base_obs_scale = self.array(scales)
         self.command_scale = self.array(COMMAND_SCALE)
@@ -151,7 +150,7 @@ class Quadruped(Task):
         rotation matrix, contacts."""
         xp, views, p, v = self.xp, backend.get_state_views(), self.root_q, self.root_v
         qpos, qvel = xp.asarray(views["qpos"]), xp.asarray(views["qvel"])
-        rot = rotation_matrix(qpos[:, p + 3 : p + 7], self.quat_to_matrix)  # base to world
+        rot = rotation_matrix(xp, qpos[:, p + 3 : p + 7])  # base to world
         forces = xp.asarray(backend.get_contact_forces(self.base_and_feet))
         q, qd = qpos[:, self.q_idx], qvel[:, self.v_idx]  # gathers: copies
         bias = self.bias
@@ -162,7 +161,7 @@ class Quadruped(Task):
             "height": xp.copy(qpos[:, p + 2]),
             # lin vel (world, turned into the base frame), ang vel (MuJoCo's free joint keeps it in
             # the base frame), gravity (the world's -z in the base frame: -R's last row), (N, 3, 3)
-            "base": xp.concat((qvel[:, None, v : v + 3] @ rot, qvel[:, None, v + 3 : v + 6], -rot[:, 2:]), 1),
+            "base": xp.stack((to_body(qvel[:, v : v + 3], rot), qvel[:, v + 3 : v + 6], -rot[:, 2]), 1),
             "rot": rot,
             "base_contact": xp.square(forces[:, 0]).sum(1) > 1.0,  # more than 1 N
             "foot_contact": forces[:, 1:, 2] > 1.0,

@@ -82,7 +82,7 @@ def test_task_rotation_matrices_are_mujocos(xp):
     mju_rotVecQuat does, and v @ R (vectors per env) as it does by the conjugate. Each row is computed alone: a batch of one gives its bits."""
     import mujoco
 
-    from unienv.tasks.common import QUAT_TO_MATRIX, rotate, rotation_matrix
+    from unienv.tasks.common import rotate, rotation_matrix, to_body
 
     rng = np.random.default_rng(11)
     quat = rng.normal(size=(6, 4))
@@ -96,16 +96,19 @@ def test_task_rotation_matrices_are_mujocos(xp):
         for j in range(2):
             mujoco.mju_rotVecQuat(forward[i, j], v[i, j], quat[i])
             mujoco.mju_rotVecQuat(inverse[i, j], v[i, j], quat[i] * [1.0, -1.0, -1.0, -1.0])
-    q, to_matrix = xp.asarray(quat), xp.asarray(QUAT_TO_MATRIX)
-    rot = rotation_matrix(q, to_matrix)
+    q = xp.asarray(quat)
+    rot = rotation_matrix(xp, q)
     np.testing.assert_allclose(np.asarray(rot).reshape(6, 9), matrices, rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.asarray(rot @ xp.asarray(shared)), rotated, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(rotate(xp, q, xp.asarray(shared))), rotated, rtol=0, atol=1e-12)
     # rotate broadcast over (N, 1, 4) quaternions and (N, K, 3) vectors, one set per env
     np.testing.assert_allclose(np.asarray(rotate(xp, q[:, None], xp.asarray(v))), forward, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.asarray(xp.asarray(v) @ rot), inverse, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(to_body(xp.asarray(v[:, 0]), rot)), inverse[:, 0], rtol=0, atol=1e-12
+    )
     for i in range(6):
-        alone = rotation_matrix(q[i : i + 1], to_matrix)
+        alone = rotation_matrix(xp, q[i : i + 1])
         assert np.array_equal(np.asarray(alone), np.asarray(rot[i : i + 1]))
         assert np.array_equal(
             np.asarray(alone @ xp.asarray(shared)), np.asarray(rot @ xp.asarray(shared))[i : i + 1]

@@ -81,6 +81,7 @@ def test_sigterm_then_resume_gives_the_uninterrupted_runs_iterations(tmp_path):
     with open(cut / "metrics.json") as f:
         assert json.load(f)["summary"]["stopped_by"] == "SIGTERM"
     assert (cut / "policy.safetensors").exists()  # the policy so far, written before exiting
+    assert f"resume with: python train.py train.resume={cut}" in out, out[-2000:]
     path, state = load_checkpoint(str(cut))
     assert path == str(cut / f"model_{k - 1}.pt") and state["iterations"] == k
     assert all(the_same(a, b) for a, b in zip(stopped, uninterrupted[:k], strict=True))

@@ -99,7 +99,10 @@ def message(e: BaseException) -> str:
     if isinstance(e, FileNotFoundError):
         return f"file not found: {e.filename or e}"
     lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
-    return "; ".join(lines) if isinstance(e, UnienvError) else (lines[0] if lines else type(e).__name__)
+    if not isinstance(e, UnienvError):
+        return lines[0] if lines else type(e).__name__
+    # a line ending in ":" introduces the next one ("options:" then its list), others are joined by ";"
+    return "".join(line + (" " if line.endswith(":") else "; ") for line in lines).removesuffix("; ").strip()
 
 
 def check_ints(cfg, *keys: str) -> None:

@@ -257,6 +257,8 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
         metrics["eval"] = evaluate(cfg, task, backend, str(env.device), task_options, backend_options, path)
     write_json(metrics_path, metrics)
     print(f"metrics: {metrics_path}")
+    if runner.stopped_by != "iterations":  # a signal or train.max_seconds: the last checkpoint is kept
+        print(f"resume with: python train.py train.resume={run_dir} (and this run's other options)")
 
 
 def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> dict | None:
