@@ -78,7 +78,51 @@ def load_checkpoint(path: str) -> tuple[str, dict]:
             f"train.resume: {path} has format {given!r}, expected {FORMAT!r} (a checkpoint of this "
             "unienv's train.py; rsl_rl's own model_<it>.pt files hold no env state)"
         )
+    _check_fields(state, path)
     return path, state
+
+
+# the top-level fields of a checkpoint and their types (runner.Runner.save writes them)
+FIELDS = {
+    "run": dict, "iterations": int, "seconds": float, "algorithm": dict, "env": dict,
+    "adapter": dict, "logger": dict, "torch_rng": torch.Tensor, "cuda_rng": list, "curve": list,
+}  # fmt: skip
+MAX_ROW = 256
+"""The most entries of one learning-curve row (and of each dict in it)."""
+
+
+def _check_fields(state: dict, path: str) -> None:
+    """Each field of FIELDS present and of its type, the iteration count within [0, MAX_COUNT],
+    and the curve one flat row of numbers (and dicts of numbers) per iteration."""
+    for key, kind in FIELDS.items():
+        value = state.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            given = "nothing" if key not in state else type(value).__name__
+            raise ArgumentError(
+                f"train.resume: {path}: field '{key}': expected a {kind.__name__}, got {given}"
+            )
+    limits.check_size(
+        f"train.resume: {path}: field 'iterations'", state["iterations"], limits.MAX_COUNT, low=0
+    )
+    if not np.isfinite(state["seconds"]) or state["seconds"] < 0:
+        raise ArgumentError(
+            f"train.resume: {path}: field 'seconds': expected a time >= 0, got {state['seconds']}"
+        )
+    curve = state["curve"]
+    if len(curve) != state["iterations"]:
+        raise ArgumentError(
+            f"train.resume: {path}: field 'curve': expected {state['iterations']} rows, got {len(curve)}"
+        )
+    for i, row in enumerate(curve):
+        where = f"train.resume: {path}: field 'curve' row {i}"
+        if not isinstance(row, dict) or not isinstance(row.get("env_steps"), int) or len(row) > MAX_ROW:
+            raise ArgumentError(f"{where}: expected a dict of at most {MAX_ROW} numbers with 'env_steps'")
+        for value in row.values():
+            inner = value.values() if isinstance(value, dict) and len(value) <= MAX_ROW else (value,)
+            if not all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in inner):
+                raise ArgumentError(
+                    f"{where}: expected numbers, or dicts of numbers, got {type(value).__name__}"
+                )
 
 
 def _arrays(obj: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any, Any, Any]]:

@@ -54,7 +54,7 @@ def written(path: str | os.PathLike) -> Iterator[str]:
             os.fsync(f.fileno())
         os.replace(temporary, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             os.remove(temporary)
 
 
