@@ -80,15 +80,21 @@ def hostile_checkpoints(folder, env):
     env_case("length_past_episode", set_array("env.episode_length", torch.full((4,), 10**9)))
     env_case("negative_counts", set_array("env._random._counts", torch.full((4,), -1)))
     env_case("equal_keys", set_array("env._random._keys", torch.full((4,), 7)))
-    env_case("equal_numpy_keys", set_array("env._random._keys_numpy", torch.full((4,), 7, dtype=torch.uint64)))
+    env_case(
+        "equal_numpy_keys", set_array("env._random._keys_numpy", torch.full((4,), 7, dtype=torch.uint64))
+    )
     env_case("short_keys", set_array("env._random._keys", torch.arange(3)))
     env_case("wrong_shape", set_array(float_path, torch.zeros(5, 5, dtype=torch.float64)))
     env_case("list_not_tensor", set_array(float_path, [0.0] * 4))
     env_case("int_for_bool", set_array("env._pending_reset", torch.zeros(4, dtype=torch.int64)))
     env_case("missing_array", lambda e: e["arrays"].pop(float_path))
     env_case("extra_array", set_array("env.intruder", torch.zeros(4)))
-    env_case("other_action_bounds", set_array("env._path.high", torch.full_like(arrays["env._path.high"], 1000.0)))
-    env_case("other_low_bounds", set_array("env._path.low", torch.full_like(arrays["env._path.low"], -1000.0)))
+    env_case(
+        "other_action_bounds", set_array("env._path.high", torch.full_like(arrays["env._path.high"], 1000.0))
+    )
+    env_case(
+        "other_low_bounds", set_array("env._path.low", torch.full_like(arrays["env._path.low"], -1000.0))
+    )
     dr_cols = next(p for p in arrays if p.endswith(".cols"))
     env_case("other_dr_columns", set_array(dr_cols, arrays[dr_cols] + 1))
     env_case("physics_nan", set_physics(2, 1, float("nan")))
@@ -281,9 +287,13 @@ def test_states_beyond_float_range_are_refused_by_name(value):
 def test_a_run_folder_is_held_by_one_process(tmp_path):
     files.take_folder(tmp_path / "run")
     code = "import sys; from unienv.utils import files; files.take_folder(sys.argv[1])"
-    other = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True)
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True
+    )
     assert other.returncode != 0 and "is in use by another run" in other.stderr
-    again = subprocess.run([sys.executable, "-c", code, str(tmp_path / "free")], capture_output=True, text=True)
+    again = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "free")], capture_output=True, text=True
+    )
     assert again.returncode == 0, again.stderr
 
 
@@ -299,11 +309,15 @@ def test_write_errors_are_one_line_naming_the_path(capsys, number, words):
         cli.report(failing)()
     assert stopped.value.code == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: cannot write /runs/a/model_3.pt: ") and words in err
+    assert (
+        err.count("\n") == 1 and err.startswith("error: cannot write /runs/a/model_3.pt: ") and words in err
+    )
 
 
 def test_a_write_under_a_file_names_the_final_path(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError) as raised, files.written(tmp_path / "file" / "model.pt") as temporary:
         open(temporary, "wb").close()
-    assert raised.value.errno == errno.ENOTDIR and raised.value.filename == str(tmp_path / "file" / "model.pt")
+    assert raised.value.errno == errno.ENOTDIR and raised.value.filename == str(
+        tmp_path / "file" / "model.pt"
+    )

@@ -44,7 +44,10 @@ def main(folder: str, limit: int) -> None:
         changed = any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
         changed |= not (env.single_action_space.high == space).all()
         grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - start
-        print(json.dumps({"file": name, "outcome": outcome, "changed": bool(changed), "grown": grown}), flush=True)
+        print(
+            json.dumps({"file": name, "outcome": outcome, "changed": bool(changed), "grown": grown}),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

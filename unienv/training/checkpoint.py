@@ -183,7 +183,9 @@ def load_env_state(env, state: dict[str, Any]) -> None:
 
 # arrays an env computes from its config (action bounds, DR's columns and defaults, index
 # ranges): compared with the env's, never written, so no file can change a shared space
-_CONFIG = re.compile(r"env\._path\..*|env\._everyone|env\.dr\._env_index|.*\.(cols|base|subtree)")
+_CONFIG = re.compile(
+    r"env\._path\..*|env\._everyone|env\.dr\._env_index|env\.dr\._bound\.\d+\.(cols|base|subtree)"
+)
 _KEYS = re.compile(r".*\._keys(_numpy)?")
 _LENGTHS = ("env.episode_length", "env._length")
 
