@@ -321,3 +321,44 @@ def test_a_write_under_a_file_names_the_final_path(tmp_path):
     assert raised.value.errno == errno.ENOTDIR and raised.value.filename == str(
         tmp_path / "file" / "model.pt"
     )
+
+
+def test_train_py_refuses_a_checkpoint_with_a_wrong_field_in_one_line_writing_nothing(tmp_path):
+    """A real checkpoint of train.py, then three damaged copies: each resume is one error line
+    naming the field, and the new run folder gets no checkpoint, metrics or policy file."""
+    pytest.importorskip("rsl_rl")
+    root = os.path.dirname(os.path.dirname(HERE))
+    small = ["num_envs=8", "train.runner.num_steps_per_env=8", "train.eval_steps=0", "train.iterations=4"]
+
+    def train(run_dir, *options):
+        command = [
+            sys.executable,
+            os.path.join(root, "train.py"),
+            *small,
+            f"hydra.run.dir={run_dir}",
+            *options,
+        ]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    assert train(tmp_path / "first", "train.iterations=1").returncode == 0
+    state = torch.load(tmp_path / "first" / "model_0.pt", weights_only=True)
+    weight = "algorithm.actor_state_dict.mlp.0.weight"
+    actor = state["algorithm"]["actor_state_dict"]
+    damaged = {
+        "short_rng": ({**state, "torch_rng": state["torch_rng"][:100]}, "torch_rng: expected uint8 of shape"),
+        "weights": (
+            {**state, "algorithm": {**state["algorithm"], "actor_state_dict": {**actor, "mlp.0.weight": torch.zeros(3, 3)}}},
+            f"{weight}: expected float32 of shape",
+        ),
+        "iterations": ({**state, "iterations": -1000000}, "field 'iterations'"),
+    }  # fmt: skip
+    for name, (bad, words) in damaged.items():
+        torch.save(bad, tmp_path / f"{name}.pt")
+        done = train(tmp_path / name, f"train.resume={tmp_path / f'{name}.pt'}")
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and lines[-1].startswith("error: train.resume:") and words in lines[-1], (
+            done.stderr
+        )
+        assert "Traceback" not in done.stderr
+        left = {p.name for p in (tmp_path / name).iterdir()} - {".hydra", "git", "train.log", ".unienv.lock"}
+        assert not {n for n in left if n.endswith((".pt", ".json", ".safetensors"))}, left

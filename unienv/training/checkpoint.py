@@ -194,12 +194,14 @@ def _configuration(path: str) -> bool:
     return _CONFIG.fullmatch(path) is not None
 
 
-def check_env_state(base, state: Any, targets: dict[str, Any]) -> torch.Tensor:
+def check_env_state(base, state: Any, targets: dict[str, Any] | None = None) -> torch.Tensor:
     """Refuse a snapshot that does not fit `base` (the unwrapped env), naming the array: the
     same paths, dtypes and shapes as the env's, configuration equal, floats without NaN (inf
     only where the env's own array holds one: "none yet"), counters >= 0, episode lengths within
     the episode, random keys distinct; the physics rows finite, within float range and at
     time >= 0. Returns the physics rows; writes nothing."""
+    if targets is None:
+        targets = {path: value for path, _, _, value in _arrays(base, "env", set())}
     if not isinstance(state, dict) or not isinstance(state.get("arrays"), dict):
         raise ArgumentError("checkpoint: env: expected a dict with 'physics' and 'arrays'")
     saved = state["arrays"]

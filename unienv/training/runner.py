@@ -10,11 +10,13 @@ import signal
 import sys
 import time
 
+import numpy as np
 import torch
 from rsl_rl.runners import OnPolicyRunner
 
 from unienv.errors import ArgumentError
-from unienv.training.checkpoint import env_state, load_env_state, save_checkpoint
+from unienv.training.checkpoint import check_env_state, env_state, load_env_state, save_checkpoint
+from unienv.training.untrusted import conform
 from unienv.utils.numbers import finite_or_none as _number
 from unienv.utils.numbers import mean_or_none as _mean
 
@@ -182,6 +184,7 @@ class Runner(OnPolicyRunner):
                 f"train.resume: {path} is a checkpoint of another run; resume it with its options:\n  "
                 + "\n  ".join(differences)
             )
+        self._check(path, state)  # every check before the first write
         self.alg.load(state["algorithm"], None, strict=True)  # also the adaptive learning rate
         load_env_state(self.env.env, state["env"])
         adapter = self.env
@@ -199,6 +202,53 @@ class Runner(OnPolicyRunner):
         self.curve[:] = state["curve"]
         self.current_learning_iteration = state["iterations"]  # the next iteration's index
         self._seconds_before = state["seconds"]
+
+    def _check(self, path: str, state: dict) -> None:
+        """Refuse a checkpoint whose learner, adapter, logger or random state is not what this run
+        would write (names, dtypes, shapes), and whose env state does not fit this env."""
+        where = f"train.resume: {path}"
+        saved, ours = state["algorithm"], self.alg.save()
+        optimizer = ours.pop("optimizer_state_dict")
+        conform({k: saved.get(k) for k in ours}, ours, f"{where}: algorithm")
+        theirs = saved.get("optimizer_state_dict")
+        params = [p for group in self.alg.optimizer.param_groups for p in group["params"]]
+        moments = {
+            i: {"step": torch.zeros(()), "exp_avg": p.detach().cpu(), "exp_avg_sq": p.detach().cpu()}
+            for i, p in enumerate(params)
+        }
+        if not isinstance(theirs, dict) or not isinstance(theirs.get("state"), dict):
+            raise ArgumentError(f"{where}: algorithm.optimizer_state_dict: expected a dict with 'state'")
+        conform(theirs, {"state": {i: moments[i] for i in theirs["state"] if i in moments}} | {
+            "param_groups": optimizer["param_groups"]}, f"{where}: algorithm.optimizer_state_dict")  # fmt: skip
+        if set(theirs["state"]) - set(moments):
+            raise ArgumentError(
+                f"{where}: algorithm.optimizer_state_dict: state of parameters this learner lacks"
+            )
+        adapter = {"obs": self.env.get_observations()["policy"].cpu(), "term_sums": self.env._term_sums}
+        conform(
+            state["adapter"],
+            {k: v if k == "obs" else {n: t.cpu() for n, t in v.items()} for k, v in adapter.items()},
+            f"{where}: adapter",
+        )
+        logger = self.logger
+        expected = {
+            "rewbuffer": state["logger"].get("rewbuffer"), "lenbuffer": state["logger"].get("lenbuffer"),
+            "cur_reward_sum": logger.cur_reward_sum.cpu(), "cur_episode_length": logger.cur_episode_length.cpu(),
+            "tot_timesteps": 0, "tot_time": 0.0,
+        }  # fmt: skip
+        conform(state["logger"], expected, f"{where}: logger")
+        for name in ("rewbuffer", "lenbuffer"):
+            values = state["logger"][name]
+            if (
+                not isinstance(values, list)
+                or len(values) > logger.rewbuffer.maxlen
+                or not all(type(v) in (int, float) and np.isfinite(v) for v in values)
+            ):
+                raise ArgumentError(
+                    f"{where}: logger.{name}: expected at most {logger.rewbuffer.maxlen} finite numbers"
+                )
+        conform(state["torch_rng"], torch.get_rng_state(), f"{where}: torch_rng")
+        check_env_state(self.env.env.unwrapped, state["env"])
 
     def _iteration_metrics(self, it: int, collect_time: float, learn_time: float) -> dict:
         """This iteration's figures (rsl_rl's, as its report prints them; process 0's episodes)."""

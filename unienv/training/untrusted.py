@@ -114,3 +114,32 @@ def _cause(e: Exception) -> str:
     )
     text = unsupported or (kept[0] if kept else "")
     return text.split(". ")[0] if text else type(e).__name__
+
+
+def conform(value: Any, template: Any, where: str) -> None:
+    """Refuse value unless it has template's structure: dicts with the same keys, lists and
+    tuples of the same length, tensors of the same dtype and shape (floats without NaN),
+    numbers, strings and None of the same type. `template` is what this run would write."""
+    if isinstance(template, torch.Tensor):
+        if not isinstance(value, torch.Tensor):
+            raise ArgumentError(f"{where}: expected a tensor, got {type(value).__name__}")
+        if value.dtype != template.dtype or value.shape != template.shape:
+            raise ArgumentError(
+                f"{where}: expected {str(template.dtype).removeprefix('torch.')} of shape "
+                f"{tuple(template.shape)}, got {str(value.dtype).removeprefix('torch.')} of shape {tuple(value.shape)}"
+            )
+        if value.dtype.is_floating_point and torch.isnan(value).any():
+            raise ArgumentError(f"{where}: holds NaN")
+    elif isinstance(template, dict):
+        if not isinstance(value, dict) or set(value) != set(template):
+            keys = sorted(map(str, value)) if isinstance(value, dict) else type(value).__name__
+            raise ArgumentError(f"{where}: expected the keys {sorted(map(str, template))}, got {keys}")
+        for key, part in template.items():
+            conform(value[key], part, f"{where}.{key}")
+    elif isinstance(template, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(template):
+            raise ArgumentError(f"{where}: expected a list of {len(template)}, got {type(value).__name__}")
+        for i, (part, expected) in enumerate(zip(value, template, strict=True)):
+            conform(part, expected, f"{where}[{i}]")
+    elif type(value) is not type(template) and not (type(template) is float and type(value) is int):
+        raise ArgumentError(f"{where}: expected a {type(template).__name__}, got {type(value).__name__}")
