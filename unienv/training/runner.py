@@ -224,12 +224,11 @@ class Runner(OnPolicyRunner):
             raise ArgumentError(
                 f"{where}: algorithm.optimizer_state_dict: state of parameters this learner lacks"
             )
-        adapter = {"obs": self.env.get_observations()["policy"].cpu(), "term_sums": self.env._term_sums}
-        conform(
-            state["adapter"],
-            {k: v if k == "obs" else {n: t.cpu() for n, t in v.items()} for k, v in adapter.items()},
-            f"{where}: adapter",
-        )
+        obs = self.env.get_observations()["policy"].cpu()
+        sums = state["adapter"].get("term_sums")  # one (num_envs,) float64 sum per reward term seen
+        names = list(sums) if isinstance(sums, dict) and all(isinstance(k, str) for k in sums) else []
+        template = {"obs": obs, "term_sums": {k: torch.zeros(len(obs), dtype=torch.float64) for k in names}}
+        conform(state["adapter"], template, f"{where}: adapter")
         logger = self.logger
         expected = {
             "rewbuffer": state["logger"].get("rewbuffer"), "lenbuffer": state["logger"].get("lenbuffer"),
