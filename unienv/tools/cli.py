@@ -71,9 +71,7 @@ def report(function: Callable) -> Callable:
             return function(*args, **kwargs)
         except (*USER_ERRORS, OSError) as e:
             if os.environ.get("UNIENV_DEBUG") or (
-                isinstance(e, OSError)
-                and not isinstance(e, FileNotFoundError)
-                and e.errno not in WRITE_ERRORS
+                not isinstance(e, USER_ERRORS) and e.errno not in WRITE_ERRORS
             ):
                 raise
             print(f"error: {message(e)}", file=sys.stderr)
