@@ -188,7 +188,7 @@ def check_graph(path: str):
     try:
         model = onnx.load(path, load_external_data=False)
     except Exception as e:  # protobuf's errors: not an ONNX file
-        raise ArgumentError(f"policy: {path} is not an ONNX file ({type(e).__name__})") from None
+        raise ArgumentError(f"policy: {path} is not a valid ONNX file ({type(e).__name__})") from None
     graph = model.graph
     for node in graph.node:
         if node.op_type not in OPERATORS or node.domain not in ("", "ai.onnx"):
