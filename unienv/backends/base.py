@@ -347,8 +347,10 @@ class SimBackend(Randomization, Features, abc.ABC):
             raise CapabilityError(f"the {self.name} backend does not support {feature}")
 
     def _finite_rows(self, x: Any, name: str, n: int, width: int) -> torch.Tensor:
+        """A state's rows: finite and within the square root of the dtype's range (the engine
+        squares them: 1e300 would be inf at the first step)."""
         x = checks.checked_rows(x, name, n, width, self._dtype, self.device)
-        checks.refuse_nonfinite_rows(x, name, self._dtype)
+        checks.refuse_beyond_rows(x, name, self._dtype)
         return x
 
     def _finite_array(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:

@@ -25,6 +25,7 @@ import torch
 
 from unienv.backends.dr_rules import DR_TERMS, DRTerm
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
+from unienv.utils import limits
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -100,6 +101,15 @@ def refuse_nonfinite_rows(x: torch.Tensor, name: str, dtype: torch.dtype) -> Non
     ok = np.isfinite(x.detach().numpy()).all() if x.device.type == "cpu" else torch.isfinite(x).all()
     if not bool(ok):
         raise ArgumentError(f"{name}: {nonfinite(dtype)}")
+
+
+def refuse_beyond_rows(x: torch.Tensor, name: str, dtype: torch.dtype) -> None:
+    """As refuse_nonfinite_rows, and refuse |values| beyond the square root of `dtype`'s largest
+    (one reduction: NaN fails the comparison too); `limits.check_fits` words the refusal."""
+    bound = float(torch.finfo(dtype).max) ** 0.5
+    ok = (np.abs(x.detach().numpy()) <= bound).all() if x.device.type == "cpu" else (x.abs() <= bound).all()
+    if not bool(ok):
+        limits.check_fits(name, x, dtype, squared=True)
 
 
 def checked_mask(mask: Any, num_envs: int, device: torch.device | None = None) -> torch.Tensor:

@@ -11,6 +11,7 @@ HYDRA_FULL_ERROR=1 so that Hydra re-raises its config errors instead of printing
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import importlib.util
 import os
@@ -37,6 +38,19 @@ USER_ERRORS = (
 )
 
 
+# the operating system's refusals of a write (a full disk, a read-only folder, a path under a
+# file, no permission): the user's to mend, so one line naming the path
+WRITE_ERRORS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.ENOTDIR: "not a folder (a file is in the path)",
+    errno.EEXIST: "a file is in the way",
+    errno.EACCES: "permission denied",
+    errno.EISDIR: "is a folder",
+}
+
+
 def run(main: Callable[[], object]) -> None:
     """Call `main` (a Hydra or argparse entry point); a user's mistake exits with one line."""
     debug = "--debug" in sys.argv[1:] or os.environ.get("HYDRA_FULL_ERROR") == "1"
@@ -55,8 +69,10 @@ def report(function: Callable) -> Callable:
     def reported(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except USER_ERRORS as e:
-            if os.environ.get("UNIENV_DEBUG"):
+        except (*USER_ERRORS, OSError) as e:
+            if os.environ.get("UNIENV_DEBUG") or (
+                not isinstance(e, USER_ERRORS) and e.errno not in WRITE_ERRORS
+            ):
                 raise
             print(f"error: {message(e)}", file=sys.stderr)
             sys.exit(1)
@@ -96,6 +112,8 @@ def message(e: BaseException) -> str:
             "; configs are plain YAML: a tag such as !!python is refused" if "tag" in str(e.problem) else ""
         )
         return f"{mark.name}, line {mark.line + 1}: {e.problem}{plain}"
+    if isinstance(e, OSError) and e.errno in WRITE_ERRORS:
+        return f"cannot write {e.filename or '?'}: {WRITE_ERRORS[e.errno]}"
     if isinstance(e, FileNotFoundError):
         return f"file not found: {e.filename or e}"
     lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]

@@ -35,6 +35,8 @@ import torch
 
 from unienv.backends import SimBackend
 from unienv.errors import ArgumentError
+from unienv.training.untrusted import load_torch
+from unienv.utils import limits
 from unienv.utils.files import written
 
 FORMAT = "unienv.train/1"
@@ -54,8 +56,8 @@ def save_checkpoint(path: str, state: dict) -> None:
 
 def find_checkpoint(path: str) -> str:
     """path itself if it is a file; for a run dir, its newest model_<it>.pt (the highest it)."""
-    if os.path.isfile(path):
-        return path
+    if os.path.exists(path) and not os.path.isdir(path):
+        return path  # a file, or something else that load_torch refuses unopened
     if not os.path.isdir(path):
         raise ArgumentError(
             f"train.resume: expected a run dir or a checkpoint file, got {path!r} (not found)"
@@ -69,17 +71,58 @@ def find_checkpoint(path: str) -> str:
 def load_checkpoint(path: str) -> tuple[str, dict]:
     """(the file read, its state) for a checkpoint file or a run dir; refuses anything else."""
     path = find_checkpoint(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a pickle with code in it, a damaged file, not a torch file
-        raise ArgumentError(f"train.resume: {path} is not a unienv training checkpoint ({e})") from None
+    state = load_torch(path, "train.resume")  # a regular file, stored entries, no code run
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         given = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise ArgumentError(
             f"train.resume: {path} has format {given!r}, expected {FORMAT!r} (a checkpoint of this "
             "unienv's train.py; rsl_rl's own model_<it>.pt files hold no env state)"
         )
+    _check_fields(state, path)
     return path, state
+
+
+# the top-level fields of a checkpoint and their types (runner.Runner.save writes them)
+FIELDS = {
+    "run": dict, "iterations": int, "seconds": float, "algorithm": dict, "env": dict,
+    "adapter": dict, "logger": dict, "torch_rng": torch.Tensor, "cuda_rng": list, "curve": list,
+}  # fmt: skip
+MAX_ROW = 256
+"""The most entries of one learning-curve row (and of each dict in it)."""
+
+
+def _check_fields(state: dict, path: str) -> None:
+    """Each field of FIELDS present and of its type, the iteration count within [0, MAX_COUNT],
+    and the curve one flat row of numbers (and dicts of numbers) per iteration."""
+    for key, kind in FIELDS.items():
+        value = state.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            given = "nothing" if key not in state else type(value).__name__
+            raise ArgumentError(
+                f"train.resume: {path}: field '{key}': expected a {kind.__name__}, got {given}"
+            )
+    limits.check_size(
+        f"train.resume: {path}: field 'iterations'", state["iterations"], limits.MAX_COUNT, low=0
+    )
+    if not np.isfinite(state["seconds"]) or state["seconds"] < 0:
+        raise ArgumentError(
+            f"train.resume: {path}: field 'seconds': expected a time >= 0, got {state['seconds']}"
+        )
+    curve = state["curve"]
+    if len(curve) != state["iterations"]:
+        raise ArgumentError(
+            f"train.resume: {path}: field 'curve': expected {state['iterations']} rows, got {len(curve)}"
+        )
+    for i, row in enumerate(curve):
+        where = f"train.resume: {path}: field 'curve' row {i}"
+        if not isinstance(row, dict) or not isinstance(row.get("env_steps"), int) or len(row) > MAX_ROW:
+            raise ArgumentError(f"{where}: expected a dict of at most {MAX_ROW} numbers with 'env_steps'")
+        for value in row.values():
+            inner = value.values() if isinstance(value, dict) and len(value) <= MAX_ROW else (value,)
+            if not all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in inner):
+                raise ArgumentError(
+                    f"{where}: expected numbers, or dicts of numbers, got {type(value).__name__}"
+                )
 
 
 def _arrays(obj: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any, Any, Any]]:
@@ -119,30 +162,15 @@ def env_state(env) -> dict[str, Any]:
 
 
 def load_env_state(env, state: dict[str, Any]) -> None:
-    """Restore a snapshot of `env_state` into env, built as the snapshotted env was."""
+    """Restore a snapshot of `env_state` into env, built as the snapshotted env was. Every array
+    is checked first (`check_env_state`); configuration is compared, never restored."""
     base = env.unwrapped
     targets = {path: (container, key, value) for path, container, key, value in _arrays(base, "env", set())}
-    saved = state["arrays"]
-    missing = sorted(set(saved) ^ set(targets))
-    if missing:
-        raise ArgumentError(
-            f"checkpoint: its env state does not fit this env (task, DR or num_envs differ): {missing[:5]}"
-        )
-    for path, value in saved.items():  # every check before the first write: a refusal changes nothing
-        target = targets[path][2]
-        if tuple(target.shape) != tuple(value.shape):
-            raise ArgumentError(
-                f"checkpoint: {path} has shape {tuple(value.shape)}, this env's has {tuple(target.shape)}"
-            )
+    physics = check_env_state(base, state, {path: t[2] for path, t in targets.items()})
+    for path, value in state["arrays"].items():
+        if not _configuration(path):
+            _assign(*targets[path], value)
     backend = base.backend
-    physics = state["physics"]
-    if tuple(physics.shape) != (base.num_envs, backend.physics_state_size):
-        raise ArgumentError(
-            f"checkpoint: its physics state has shape {tuple(physics.shape)}, this env's "
-            f"({base.num_envs}, {backend.physics_state_size})"
-        )
-    for path, value in saved.items():
-        _assign(*targets[path], value)
     backend.set_physics_state(physics.to(backend.device))
     if base.dr is not None:  # the per-env model parameters DR wrote into the backend
         from unienv.dr import backend_params
@@ -151,6 +179,82 @@ def load_env_state(env, state: dict[str, Any]) -> None:
         for param in backend_params(base.dr.terms):
             values = base.dr._current[param]
             backend.set_dr_param(param, ids, values.to(backend.device, backend.get_capabilities().dtype))
+
+
+# arrays an env computes from its config (action bounds, DR's columns and defaults, index
+# ranges): compared with the env's, never written, so no file can change a shared space
+_CONFIG = re.compile(
+    r"env\._path\..*|env\._everyone|env\.dr\._env_index|env\.dr\._bound\.\d+\.(cols|base|subtree)"
+)
+_KEYS = re.compile(r".*\._keys(_numpy)?")
+_LENGTHS = ("env.episode_length", "env._length")
+
+
+def _configuration(path: str) -> bool:
+    return _CONFIG.fullmatch(path) is not None
+
+
+def check_env_state(base, state: Any, targets: dict[str, Any] | None = None) -> torch.Tensor:
+    """Refuse a snapshot that does not fit `base` (the unwrapped env), naming the array: the
+    same paths, dtypes and shapes as the env's, configuration equal, floats without NaN (inf
+    only where the env's own array holds one: "none yet"), counters >= 0, episode lengths within
+    the episode, random keys distinct; the physics rows finite, within float range and at
+    time >= 0. Returns the physics rows; writes nothing."""
+    if targets is None:
+        targets = {path: value for path, _, _, value in _arrays(base, "env", set())}
+    if not isinstance(state, dict) or not isinstance(state.get("arrays"), dict):
+        raise ArgumentError("checkpoint: env: expected a dict with 'physics' and 'arrays'")
+    saved = state["arrays"]
+    missing = sorted(set(saved) ^ set(targets), key=str)
+    if missing:
+        raise ArgumentError(
+            f"checkpoint: its env state does not fit this env (task, DR or num_envs differ): {missing[:5]}"
+        )
+    for path, value in saved.items():
+        _check_array(f"checkpoint: {path}", value, torch.as_tensor(targets[path]), path, base)
+    backend, physics = base.backend, state.get("physics")
+    size = (base.num_envs, backend.physics_state_size)
+    if not isinstance(physics, torch.Tensor) or tuple(physics.shape) != size:
+        got = tuple(physics.shape) if isinstance(physics, torch.Tensor) else type(physics).__name__
+        raise ArgumentError(f"checkpoint: its physics state has shape {got}, this env's {size}")
+    if physics.dtype != torch.float64:
+        raise ArgumentError(f"checkpoint: physics: expected float64, got {_name(physics.dtype)}")
+    limits.check_fits("checkpoint: physics", physics, backend.get_capabilities().dtype, squared=True)
+    if (physics[:, 0] < 0).any():
+        raise ArgumentError(f"checkpoint: physics: time must be >= 0, got {float(physics[:, 0].min()):.6g}")
+    return physics
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _check_array(where: str, value: Any, target: torch.Tensor, path: str, base) -> None:
+    if not isinstance(value, torch.Tensor):
+        raise ArgumentError(f"{where}: expected a tensor, got {type(value).__name__}")
+    if value.dtype != target.dtype or tuple(value.shape) != tuple(target.shape):
+        raise ArgumentError(
+            f"{where}: expected {_name(target.dtype)} of shape {tuple(target.shape)}, "
+            f"got {_name(value.dtype)} of shape {tuple(value.shape)}"
+        )
+    if _configuration(path):
+        if not torch.equal(value, target.cpu()):
+            raise ArgumentError(
+                f"{where}: differs from this env's (configuration is compared, never restored from a file)"
+            )
+        return
+    if value.dtype.is_floating_point:
+        if torch.isnan(value).any() or (torch.isinf(value).any() and not torch.isinf(target).any()):
+            raise ArgumentError(f"{where}: expected finite values, got NaN or inf")
+    elif value.dtype not in (torch.bool, torch.uint64) and not _KEYS.fullmatch(path):
+        if value.numel() and int(value.min()) < 0:
+            raise ArgumentError(f"{where}: a counter must be >= 0, got {int(value.min())}")
+        if path in _LENGTHS and value.numel() and int(value.max()) > base.max_episode_steps:
+            raise ArgumentError(
+                f"{where}: expected lengths <= {base.max_episode_steps}, got {int(value.max())}"
+            )
+    if _KEYS.fullmatch(path) and len(torch.unique(value)) != value.numel():
+        raise ArgumentError(f"{where}: random keys must be distinct (one stream per env)")
 
 
 def _assign(container: Any, key: Any, target: Any, value: torch.Tensor) -> None:

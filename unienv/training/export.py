@@ -33,7 +33,9 @@ import numpy as np
 import torch
 
 from unienv.errors import ArgumentError, install_command
-from unienv.training.policy import META_KEY, Normalize, load_policy
+from unienv.training.policy import META_KEY, Normalize, check_layout_keys, load_policy
+from unienv.training.untrusted import regular_file
+from unienv.utils import limits
 from unienv.utils.files import written
 
 OPSET = 17
@@ -149,15 +151,16 @@ def load_onnx_policy(path: str, device: str | torch.device = "cpu") -> tuple[Cal
         import onnxruntime
     except ImportError as e:
         raise ImportError(f"playing an ONNX policy needs onnxruntime: {install_command('onnx')}") from e
-    if not os.path.isfile(path):
-        raise ArgumentError(f"policy: file not found: {path!r}")
+    model = check_graph(path)
+    meta = _metadata({p.key: p.value for p in model.metadata_props}, path)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1  # small MLPs: one thread is fastest beside the engine's
     try:
-        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    except Exception as e:  # onnxruntime's errors: not an ONNX file, an invalid graph
-        raise ArgumentError(f"policy: {path} is not a valid ONNX file ({e})") from None
-    meta = _metadata(session.get_modelmeta().custom_metadata_map, path)
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as e:  # onnxruntime's errors: an invalid graph
+        raise ArgumentError(f"policy: {path} is not a valid ONNX file ({str(e).splitlines()[0]})") from None
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
         x = obs.detach().to("cpu", torch.float32).numpy()
@@ -166,16 +169,81 @@ def load_onnx_policy(path: str, device: str | torch.device = "cpu") -> tuple[Cal
     return policy, meta
 
 
+# the operators export_onnx writes (see _layer); any other is refused before a session is built
+OPERATORS = frozenset(
+    ("Sub", "Div", "Gemm", "Mul", "Sigmoid", "Erf", "Add", "Greater", "Where", "Softplus")
+    + ("Elu", "Relu", "Tanh", "Identity", "Max", "Min")
+)
+MAX_WEIGHTS = 1 << 28
+"""The most float32 weights (1 GiB) an ONNX policy may hold."""
+
+
+def check_graph(path: str):
+    """The ModelProto at path, refused unless it is a graph export_onnx could have written: a
+    regular file; operators of OPERATORS only (the default domain, no subgraph); one float32
+    input `obs` (batch, obs_dim) and output `actions`; weights in the file (no external data),
+    float32, within MAX_WEIGHTS and the memory free. Nothing of it is run."""
+    onnx = _onnx()
+    regular_file(path, "policy")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as e:  # protobuf's errors: not an ONNX file
+        raise ArgumentError(f"policy: {path} is not a valid ONNX file ({type(e).__name__})") from None
+    graph = model.graph
+    for node in graph.node:
+        if node.op_type not in OPERATORS or node.domain not in ("", "ai.onnx"):
+            raise ArgumentError(
+                f"policy: {path}: operator {node.domain + '.' if node.domain else ''}{node.op_type!r} "
+                f"is not one unienv export writes ({sorted(OPERATORS)})"
+            )
+        if any(a.type in (a.GRAPH, a.GRAPHS, a.TENSOR, a.TENSORS) for a in node.attribute):
+            raise ArgumentError(
+                f"policy: {path}: node {node.name or node.op_type!r} has a graph or tensor attribute"
+            )
+    ends = [(v.name, v.type.tensor_type) for v in (*graph.input, *graph.output)]
+    names = [name for name, _ in ends]
+    if names != [INPUT, OUTPUT] or any(
+        t.elem_type != onnx.TensorProto.FLOAT or len(t.shape.dim) != 2 for _, t in ends
+    ):
+        raise ArgumentError(
+            f"policy: {path}: expected one float32 input {INPUT!r} (batch, obs_dim) and one output "
+            f"{OUTPUT!r} (batch, act_dim), got {names}"
+        )
+    count = 0
+    for w in graph.initializer:
+        if w.data_location == onnx.TensorProto.EXTERNAL or w.data_type != onnx.TensorProto.FLOAT:
+            raise ArgumentError(f"policy: {path}: weight {w.name!r}: expected float32 data in the file")
+        size = (
+            int(np.prod(w.dims, dtype=np.float64))
+            if all(0 <= d <= MAX_WEIGHTS for d in w.dims)
+            else MAX_WEIGHTS + 1
+        )
+        if size * 4 != len(w.raw_data) and size != len(w.float_data):
+            raise ArgumentError(
+                f"policy: {path}: weight {w.name!r} declares {list(w.dims)}, its data differs"
+            )
+        count += size
+    limits.check_size(f"policy: {path}: its weights", count, MAX_WEIGHTS, low=0, unit="float32 weights")
+    limits.check_memory(f"policy: {path}", 4 * count, "cpu", "its weights")
+    return model
+
+
 def _metadata(props: dict[str, str], path: str) -> dict[str, Any]:
     if META_KEY not in props:
         raise ArgumentError(
             f"policy: {path} is an ONNX file without unienv's metadata ('{META_KEY}'); export one with "
             "`python -m unienv export <policy.safetensors> --onnx <out.onnx>`"
         )
-    meta = json.loads(props[META_KEY])
+    try:
+        meta = json.loads(props[META_KEY])
+    except (ValueError, RecursionError) as e:
+        raise ArgumentError(
+            f"policy: {path}: its '{META_KEY}' metadata is not JSON ({type(e).__name__})"
+        ) from None
     if not isinstance(meta, dict) or meta.get("format") != ONNX_FORMAT:
-        given = meta.get("format") if isinstance(meta, dict) else meta
+        given = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise ArgumentError(f"policy: {path} has format {given!r}, expected {ONNX_FORMAT!r}")
+    check_layout_keys(meta, path)  # the policy file's checks
     return meta
 
 

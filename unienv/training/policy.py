@@ -52,6 +52,7 @@ import torch
 from unienv.deploy.contract import contract_of
 from unienv.errors import ArgumentError
 from unienv.tasks import constructor_options
+from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
 
@@ -190,8 +191,7 @@ def load_policy(path: str, device: str | torch.device = "cpu") -> tuple[torch.nn
     The header is checked against the file's tensors (names, shapes, dtype) before any tensor is
     read or any layer allocated, so a small file cannot describe a network that fills memory;
     the weights must then be finite, and a normalizer's std positive."""
-    if not os.path.isfile(path):
-        raise ArgumentError(f"policy: file not found: {path!r}")
+    regular_file(path, "policy")
     try:
         with safetensors.safe_open(path, framework="pt") as f:
             header = f.metadata() or {}
@@ -207,7 +207,7 @@ def load_policy(path: str, device: str | torch.device = "cpu") -> tuple[torch.nn
             network = build(meta.get("network"))
     except ArgumentError as e:
         raise ArgumentError(f"policy: {path}: {e}") from None
-    _check_layout_keys(meta, path)
+    check_layout_keys(meta, path)
     _check_ends(network, meta, path)
     _check_stored(network, stored, path)
     with safetensors.safe_open(path, framework="pt") as f:
@@ -241,7 +241,7 @@ def _parsed_meta(header: dict, path: str) -> dict:
     return meta
 
 
-def _check_layout_keys(meta: dict, path: str) -> None:
+def check_layout_keys(meta: dict, path: str) -> None:
     """Every key of the metadata that the loader and the layout check read, of the right type."""
     expected = {"task": str, "task_options": dict, "observation": dict, "action": dict}
     for key, kind in expected.items():

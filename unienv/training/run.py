@@ -100,6 +100,8 @@ def train(cfg: DictConfig, on_env=None) -> None:
     )
     vec_env = RslRlVecEnv(env)
     run_dir = hydra.core.hydra_config.HydraConfig.get().runtime.output_dir
+    if rank == 0:  # held until the process ends: a second run into this folder is refused
+        files.take_folder(run_dir)
     runner_cfg = OmegaConf.to_container(cfg.train.runner, resolve=True)
     # a checkpoint at least every run's length, so that no run ends with only its first one
     runner_cfg["save_interval"] = max(1, min(runner_cfg["save_interval"], cfg.train.iterations))

@@ -15,12 +15,14 @@ import signal
 import sys
 import time
 
+import numpy as np
 import torch
 from rsl_rl.runners import OnPolicyRunner
 
 from unienv.errors import ArgumentError
-from unienv.training.checkpoint import env_state, load_env_state, save_checkpoint
+from unienv.training.checkpoint import check_env_state, env_state, load_env_state, save_checkpoint
 from unienv.training.distributed import ProcessGroup, broadcast_flags, gather_states
+from unienv.training.untrusted import conform
 from unienv.utils.numbers import finite_or_none as _number
 from unienv.utils.numbers import mean_or_none as _mean
 
@@ -222,6 +224,7 @@ class Runner(OnPolicyRunner):
         rank, world = self.gpu_global_rank, self.gpu_world_size
         ranks = [state, *state.get("other_ranks", [])]
         exact = theirs.get("processes", 1) == world == len(ranks)
+        self._check(path, state, ranks[rank] if exact else None)  # every check before the first write
         self.alg.load(state["algorithm"], None, strict=True)  # also the adaptive learning rate
         logger = self.logger
         if exact:
@@ -245,6 +248,57 @@ class Runner(OnPolicyRunner):
         self.current_learning_iteration = state["iterations"]  # the next iteration's index
         self._seconds_before = state["seconds"]
         return "exact" if exact else "re-seeded"
+
+    def _check(self, path: str, state: dict, mine: dict | None) -> None:
+        """Refuse a checkpoint whose learner, adapter, logger or random state is not what this run
+        would write (names, dtypes, shapes), and whose env state does not fit this env. `mine`: this
+        rank's part where it is restored (the same number of ranks), else None (re-seeded envs)."""
+        where = f"train.resume: {path}"
+        saved, ours = state["algorithm"], self.alg.save()
+        optimizer = ours.pop("optimizer_state_dict")
+        conform({k: saved.get(k) for k in ours}, ours, f"{where}: algorithm")
+        theirs = saved.get("optimizer_state_dict")
+        params = [p for group in self.alg.optimizer.param_groups for p in group["params"]]
+        moments = {
+            i: {"step": torch.zeros(()), "exp_avg": p.detach().cpu(), "exp_avg_sq": p.detach().cpu()}
+            for i, p in enumerate(params)
+        }
+        if not isinstance(theirs, dict) or not isinstance(theirs.get("state"), dict):
+            raise ArgumentError(f"{where}: algorithm.optimizer_state_dict: expected a dict with 'state'")
+        conform(theirs, {"state": {i: moments[i] for i in theirs["state"] if i in moments}} | {
+            "param_groups": optimizer["param_groups"]}, f"{where}: algorithm.optimizer_state_dict")  # fmt: skip
+        if set(theirs["state"]) - set(moments):
+            raise ArgumentError(
+                f"{where}: algorithm.optimizer_state_dict: state of parameters this learner lacks"
+            )
+        logger = self.logger
+        if not isinstance(state.get("logger"), dict):
+            raise ArgumentError(f"{where}: logger: expected a dict")
+        for name in ("rewbuffer", "lenbuffer"):
+            values = state["logger"].get(name)
+            if (
+                not isinstance(values, list)
+                or len(values) > logger.rewbuffer.maxlen
+                or not all(type(v) in (int, float) and np.isfinite(v) for v in values)
+            ):
+                raise ArgumentError(
+                    f"{where}: logger.{name}: expected at most {logger.rewbuffer.maxlen} finite numbers"
+                )
+        if mine is None:  # re-seeded envs: nothing of the ranks' own state is restored
+            return
+        obs = self.env.get_observations()["policy"].cpu()
+        sums = mine["adapter"].get("term_sums")  # one (num_envs,) float64 sum per reward term seen
+        names = list(sums) if isinstance(sums, dict) and all(isinstance(k, str) for k in sums) else []
+        template = {"obs": obs, "term_sums": {k: torch.zeros(len(obs), dtype=torch.float64) for k in names}}
+        conform(mine["adapter"], template, f"{where}: adapter")
+        expected = {
+            "rewbuffer": mine["logger"].get("rewbuffer"), "lenbuffer": mine["logger"].get("lenbuffer"),
+            "cur_reward_sum": logger.cur_reward_sum.cpu(), "cur_episode_length": logger.cur_episode_length.cpu(),
+            "tot_timesteps": 0, "tot_time": 0.0,
+        }  # fmt: skip
+        conform(mine["logger"], expected, f"{where}: logger")
+        conform(mine["torch_rng"], torch.get_rng_state(), f"{where}: torch_rng")
+        check_env_state(self.env.env.unwrapped, mine["env"])
 
     def _iteration_metrics(self, it: int, collect_time: float, learn_time: float) -> dict:
         """This iteration's figures (rsl_rl's, as its report prints them; process 0's episodes)."""

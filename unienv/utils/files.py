@@ -15,9 +15,13 @@ file beside it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
 from collections.abc import Iterator
+
+from unienv.errors import ArgumentError
 
 
 def temporary_name(path: str) -> str:
@@ -33,18 +37,57 @@ def written(path: str | os.PathLike) -> Iterator[str]:
     path = os.fspath(path)
     temporary = temporary_name(path)
     try:
-        yield temporary
+        try:
+            yield temporary
+        except OSError as e:  # named by the file the user asked for
+            if e.filename in (None, temporary):
+                e.filename = path
+            raise
+        except Exception as e:  # a writer in C++ (torch.save: "iostream error") on a full disk
+            full = _full(path)
+            if full is None:
+                raise
+            raise full from e
         if not os.path.exists(temporary):  # the block wrote nothing (a video with no frame)
             return
         with open(temporary, "rb+") as f:  # the content on disk before the name points to it
             os.fsync(f.fileno())
         os.replace(temporary, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             os.remove(temporary)
+
+
+def _full(path: str) -> OSError | None:
+    """An ENOSPC error naming path if its file system has no block left, else None."""
+    try:
+        free = os.statvfs(os.path.dirname(os.path.abspath(path))).f_bavail
+    except OSError:
+        return None
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path) if free == 0 else None
 
 
 def write_json(path: str | os.PathLike, data, **dump_options) -> None:
     """data as JSON at path, written whole (see `written`)."""
     with written(path) as temporary, open(temporary, "w") as f:
         json.dump(data, f, **dump_options)
+
+
+LOCK = ".unienv.lock"
+
+
+def take_folder(folder: str | os.PathLike) -> int:
+    """Hold `folder` for this process (an advisory lock on `<folder>/.unienv.lock`, released when
+    the process ends, however it ends); a second process is refused, naming the folder. Returns
+    the lock's file descriptor: keep it open."""
+    os.makedirs(folder, exist_ok=True)
+    fd = os.open(os.path.join(folder, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ArgumentError(
+            f"run folder: {os.fspath(folder)} is in use by another run; give this one its own "
+            "(hydra.run.dir=...)"
+        ) from None
+    return fd
