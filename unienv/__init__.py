@@ -9,17 +9,12 @@ and its options with Hydra's ConfigStore (the `task` config group of cfg/), and
 imports no optional engine (genesis, warp, pinocchio).
 """
 
-import os
+from gymnasium.vector import AutoresetMode
 
-if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-    os.environ["MUJOCO_GL"] = "egl"  # headless rendering; must precede `import mujoco`
-
-from gymnasium.vector import AutoresetMode  # noqa: E402
-
-from unienv.env import NumpyEnv, SingleEnv, UniEnv, numpy_env  # noqa: E402
-from unienv.errors import ArgumentError, BackendClosedError, CapabilityError  # noqa: E402
-from unienv.make import make, make_single, make_vector, register_envs  # noqa: E402
-from unienv.tasks import store_configs  # noqa: E402
+from unienv.env import NumpyEnv, SingleEnv, UniEnv, numpy_env
+from unienv.errors import ArgumentError, BackendClosedError, CapabilityError
+from unienv.make import make, make_single, make_vector, register_envs
+from unienv.tasks import store_configs
 
 register_envs()
 store_configs()

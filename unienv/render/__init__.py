@@ -3,8 +3,11 @@
 Frames are rendered by MuJoCo from the scene's MJCF and a qpos row in MJCF
 order, which every backend reports; so videos look the same whatever engine
 produced the state, and no engine needs a renderer of its own. Headless
-machines use EGL (or OSMesa, with MUJOCO_GL=osmesa); unienv sets
-MUJOCO_GL=egl on import when the variable is unset and there is no display.
+machines use EGL (or OSMesa, with MUJOCO_GL=osmesa): MuJoCo picks its
+platform from MUJOCO_GL when it is imported, and where that gave GLFW (the
+variable unset) on a machine without a display, this module hands the renderer
+EGL's context instead, before its first renderer (`_headless_gl`). The choice
+is this module's alone: nothing else in unienv sets MUJOCO_GL.
 
 Every scene is rendered in one look (`dressed_model`): a gradient sky, a
 checkered floor that shows motion, a bright headlight. The look is applied
@@ -37,8 +40,7 @@ def _headless_gl() -> None:
 
     MuJoCo picks its OpenGL platform when it is first imported (MUJOCO_GL); a
     program that imported mujoco before unienv on a headless machine got GLFW,
-    which needs a display, and its renderer would fail. EGL is what unienv sets
-    when it is imported first.
+    which needs a display, and its renderer would fail.
     """
     from mujoco.rendering.classic import gl_context
 
