@@ -49,7 +49,9 @@ class G1Options(Go1Options):
     )
     base_height_target: float = option(0.755, "m: the base height term's target (the default pose's)")
     max_tilt: float = option(0.8, "rad: an episode ends when the pelvis tilts more")
-    reset_noise_scale: float = option(0.05, "rad, rad/s, m/s: reset joints and velocities U(-it, it) off the pose")
+    reset_noise_scale: float = option(
+        0.05, "rad, rad/s, m/s: reset joints and velocities U(-it, it) off the pose"
+    )
     min_feet_distance: float = option(0.15, "m: feet_distance penalizes feet closer across the heading")
 
 

@@ -38,7 +38,9 @@ class Go1Options(QuadrupedOptions):
     )
     base_height_target: float = option(0.27, "m: the base height term's target (the home pose's)")
     max_tilt: float = option(1.0, "rad: an episode ends when the base tilts more")
-    reset_noise_scale: float = option(0.1, "rad, rad/s, m/s: reset joints and velocities U(-it, it) off the pose")
+    reset_noise_scale: float = option(
+        0.1, "rad, rad/s, m/s: reset joints and velocities U(-it, it) off the pose"
+    )
 
 
 def feet_slip(xp, foot_vel, contact):
@@ -88,7 +90,9 @@ class Go1Velocity(Quadruped):
 
     def extra_terms(self, s, action, memory):
         xp = self.xp
-        return feet_slip(xp, s["foot_vel"], s["foot_contact"]), joint_limits(xp, s["q"], self.q_low, self.q_high)
+        return feet_slip(xp, s["foot_vel"], s["foot_contact"]), joint_limits(
+            xp, s["q"], self.q_low, self.q_high
+        )
 
 
 @dataclasses.dataclass
