@@ -174,3 +174,20 @@ def test_rough_variants_scan_the_terrain_and_keep_the_robot(envs, task):
     assert layout["height_scan"].stop == obs.shape[1] == flat.single_observation_space.shape[0] + 187
     assert env.backend.info.names["actuator"] == flat.backend.info.names["actuator"]
     assert torch.isfinite(torch.as_tensor(obs)).all()
+
+
+def test_robots_dr_preset_adds_base_mass_and_changes_the_physics():
+    """dr=robots: each env's root body gets -1..+3 kg (and the default set): the written masses
+    differ per env and make the Go1 sink deeper into its PD servos, standing still."""
+    heights = {}
+    for dr in (None, "robots"):
+        env = unienv.make("go1_velocity", num_envs=4, seed=0, dr=dr, task_options={"reset_noise_scale": 0.0})
+        root = int(env.backend.find("body", "trunk")[0])
+        _, _, heights[dr] = _stand(env, 0.5)
+        if dr:
+            mass = np.asarray(env.backend.get_dr_param("body_mass"))[:, root]
+            base = float(np.asarray(env.backend.get_dr_default("body_mass"))[root])
+            assert len(set(np.round(mass, 6))) == 4 and np.all(mass > base - 1.0 - 1e-6)
+            assert np.all(mass < base + 3.0 + 1e-6)
+        env.close()
+    assert not torch.equal(heights[None], heights["robots"])
