@@ -34,6 +34,11 @@ TASKS = {
     "quadruped": "unienv.tasks.quadruped:Quadruped",
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
+    # MuJoCo Menagerie's robots (unienv.robots; the robots extra ships their folders)
+    "go1_velocity": "unienv.tasks.go1_velocity:Go1Velocity",
+    "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",
+    "go1_velocity_rough": "unienv.tasks.go1_velocity:Go1VelocityRough",
+    "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
 }
 
 

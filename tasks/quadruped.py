@@ -55,6 +55,9 @@ REWARD_WEIGHTS = {
 }
 
 
+DICTS = ("command_ranges", "reward_weights")
+
+
 @dataclasses.dataclass
 class QuadrupedOptions(TaskOptions):
     episode_length_s: float = option(20.0, "s: an episode is truncated after it")
@@ -70,9 +73,11 @@ class QuadrupedOptions(TaskOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        # a robot variant's options redeclare these two fields with its own defaults
+        defaults = {f.name: f.default_factory() for f in dataclasses.fields(self) if f.name in DICTS}
         given = {k: tuple(v) for k, v in (self.command_ranges or {}).items()}
-        self.command_ranges = {**COMMAND_RANGES, **given}
-        self.reward_weights = {**REWARD_WEIGHTS, **(self.reward_weights or {})}
+        self.command_ranges = {**defaults["command_ranges"], **given}
+        self.reward_weights = {**defaults["reward_weights"], **(self.reward_weights or {})}
 
 
 # ---- reward terms: (N,) arrays from batched quantities ----------------------------
@@ -82,7 +87,7 @@ def tracking(xp, error_sq, sigma: float = 0.25):
     return xp.exp(error_sq * (-1.0 / sigma))
 
 
-def feet_air_time(xp, air_time, contact, command_xy, dt, threshold=0.5):
+def feet_air_time(xp, air_time, contact, command_xy, dt, threshold):
     """Sum over the feet landing now of (their time in the air - threshold), if asked to move.
 
     air_time (N, feet) is the time each foot has been in the air before this step.
@@ -102,10 +107,12 @@ class Quadruped(Task):
     requires = ("body_views", "contact_forces")
     arrays = "any"
     Options = QuadrupedOptions
+    feet, joints, home_key, air_time_threshold = FEET, JOINTS, "home", 0.5  # what a robot variant sets
+    terms = TERMS
 
     def observation_blocks(self):
         blocks = {"base_lin_vel": 3, "base_ang_vel": 3, "gravity": 3, "command": 3}
-        return blocks | {"joint_pos": JOINTS, "joint_vel": JOINTS, "last_action": JOINTS}
+        return blocks | {"joint_pos": self.joints, "joint_vel": self.joints, "last_action": self.joints}
 
     def deployment(self):
         return {
@@ -117,16 +124,14 @@ class Quadruped(Task):
     def setup(self, backend):
         super().setup(backend)
         info = backend.info
-        self.base_and_feet = backend.find("body", ("base", *FEET))
+        self.base_and_feet = backend.find("body", (self.root_body, *self.feet))
         # the base's free joint: qpos [p, wxyz quat], qvel [v world, w base frame] (MuJoCo's layout)
-        self.root_q, self.root_v = (
-            backend.joint_qpos_slice("base").start,
-            backend.joint_qvel_slice("base").start,
-        )
+        free = int(np.flatnonzero(info.joint_type == 0)[0])
+        self.root_q, self.root_v = int(info.joint_qpos_adr[free]), int(info.joint_dof_adr[free])
         joints = info.actuator_joint
         self.q_idx = self.xp.asarray(info.joint_qpos_adr[joints])
         self.v_idx = self.xp.asarray(info.joint_dof_adr[joints])
-        self.home = self.array(info.keyframes["home"])
+        self.home = self.array(info.keyframes[self.home_key])
         self.default_q = self.home[self.q_idx]
         self.gain = self.array(info.actuator_gain)
         # (3, nu): torque = gain ctrl + b0 + b1 q + b2 qd
@@ -135,7 +140,7 @@ class Quadruped(Task):
         scales = (OBS_SCALES["lin_vel"],) * 3 + (OBS_SCALES["ang_vel"],) * 3 + (1.0,) * 3
         self.base_obs_scale = self.array(scales)
         self.command_scale = self.array(COMMAND_SCALE)
-        self.weights = self.array([self.reward_weights[k] * self.dt for k in TERMS])
+        self.weights = self.array([self.reward_weights[k] * self.dt for k in self.terms])
         r = self.command_ranges
         self.command_low, self.command_high = self.array(
             [[r["lin_vel_x"][i], r["lin_vel_y"][i], r["ang_vel_yaw"][i]] for i in (0, 1)]
@@ -192,10 +197,17 @@ class Quadruped(Task):
             sq(s["height"] - self.base_height_target),
             sq(s["torque"]).sum(1),
             sq(action - memory["last_action"]).sum(1),
-            feet_air_time(xp, memory["air_time"], s["foot_contact"], command[:, :2], self.dt),
+            feet_air_time(
+                xp, memory["air_time"], s["foot_contact"], command[:, :2], self.dt, self.air_time_threshold
+            ),
+            *self.extra_terms(s, action, memory),
         )
         weighted = xp.stack(raw, 1) * self.weights  # each term times its weight and dt
-        return weighted.sum(1), dict(zip(TERMS, weighted.T, strict=True))
+        return weighted.sum(1), dict(zip(self.terms, weighted.T, strict=True))
+
+    def extra_terms(self, s, action, memory):
+        """A robot variant's reward terms beyond TERMS, in the order of its `terms`; none here."""
+        return ()
 
     def terminated(self, s, memory):
         return s["base_contact"] | (-s["base"][:, 2, 2] < self.cos_max_tilt)
@@ -206,13 +218,13 @@ class Quadruped(Task):
 
     def reset_state(self, env_ids, rng):
         qpos = self.xp.copy(self.xp.broadcast_to(self.home, (rng.rows, len(self.home))))
-        qpos[:, self.q_idx] += rng.uniform((JOINTS,), -0.1, 0.1, dtype=self.dtype)
+        qpos[:, self.q_idx] += rng.uniform((self.joints,), -0.1, 0.1, dtype=self.dtype)
         return qpos, rng.uniform((self.nv,), -0.1, 0.1, dtype=self.dtype)
 
     def reset_memory(self, rng):
-        zeros = self.xp.zeros((rng.rows, len(FEET) + JOINTS), self.dtype)
+        zeros = self.xp.zeros((rng.rows, len(self.feet) + self.joints), self.dtype)
         return {
             "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
-            "last_action": zeros[:, :JOINTS],
-            "air_time": zeros[:, JOINTS:],
+            "last_action": zeros[:, : self.joints],
+            "air_time": zeros[:, self.joints :],
         }

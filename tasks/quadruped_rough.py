@@ -48,7 +48,7 @@ class QuadrupedRough(Quadruped):
         super().__init__(**options)
         self.ground = from_cfg(self.terrain)
         self.terrain = dataclasses.asdict(self.ground.config)  # the option, as a policy file records it
-        self.scene = self.ground.write_scene(Quadruped.scene)
+        self.scene = self.ground.write_scene(self.scene)  # a robot variant's scene, set by its __init__
         along, across = (np.arange(-s / 2, s / 2 + 1e-9, self.scan_resolution) for s in self.scan_size)
         self.scan_points = np.stack(np.meshgrid(along, across, indexing="ij"), -1).reshape(-1, 2)
 

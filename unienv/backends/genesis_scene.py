@@ -88,6 +88,11 @@ def check_features(m: mujoco.MjModel, info: SceneInfo, scene: str) -> None:
             f'{where}: heightfield geoms (MJCF <geom type="hfield">, e.g. terrain) '
             f"{[names['geom'][g] for g in hfields]}: the genesis backend does not parse them"
         )
+    if m.npair:
+        raise CapabilityError(
+            f"{where}: explicit contact pairs (MJCF <contact><pair>, {m.npair} of them): the genesis "
+            "backend does not simulate them (it collides by contype/conaffinity only)"
+        )
     gravcomp = np.flatnonzero(m.body_gravcomp)
     if gravcomp.size:
         raise CapabilityError(

@@ -204,6 +204,10 @@ class Terrain:
             raise ArgumentError(
                 f"scene: {os.fspath(scene)!r} has no geom named {floor!r} to replace by terrain"
             )
+        for field in ("meshdir", "texturedir"):  # the copy lives elsewhere: its assets stay where they are
+            folder = getattr(spec, field)
+            if folder and not os.path.isabs(folder):
+                setattr(spec, field, os.path.join(os.path.dirname(os.path.abspath(scene)), folder))
         c, h = self.config, self.heights
         low, span = self._span()
         hfield = spec.add_hfield(

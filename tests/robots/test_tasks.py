@@ -1,0 +1,193 @@
+"""The Menagerie robot tasks (go1_velocity, g1_velocity and their rough variants): the model's
+own joint order, gains and default pose, standing still under a zero action, the engines that
+run or refuse them, no host sync on MuJoCo Warp, Gymnasium's env checker. Few envs, one build
+per engine and task for the session."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+import unienv
+from tests.syncs import count_host_syncs
+from unienv.errors import CapabilityError
+
+GO1_POSE = [0.0, 0.9, -1.8] * 4  # Menagerie's "home": hip, thigh, calf of FR, FL, RR, RL
+G1_LEGS = [-0.312, 0.0, 0.0, 0.669, -0.363, 0.0]  # Menagerie's "knees_bent": one leg
+G1_POSE = (
+    G1_LEGS * 2
+    + [0.0, 0.0, 0.073]
+    + [0.2, 0.22, 0.0, 1.0, 0.0, 0.0, 0.0, 0.2, -0.22, 0.0, 1.0, 0.0, 0.0, 0.0]
+)
+
+
+def _has(module):
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def envs():
+    """A built env per (task, backend), closed at the end of the session."""
+    built = {}
+
+    def get(task, backend="mujoco", num_envs=2, **task_options):
+        key = (task, backend, num_envs, repr(sorted(task_options.items())))
+        if key not in built:
+            device = "cpu" if backend in ("mjwarp", "genesis") else None
+            built[key] = unienv.make(
+                task, backend=backend, num_envs=num_envs, seed=0, device=device, task_options=task_options
+            )
+        return built[key]
+
+    yield get
+    for env in built.values():
+        env.close()
+
+
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+def test_action_i_drives_actuator_i_of_the_model(envs, task):
+    env = envs(task)
+    info, t = env.backend.info, env.task
+    assert t.joints == info.nu == env.single_action_space.shape[0]
+    joints = [info.names["joint"][j] for j in info.actuator_joint]
+    assert [int(i) for i in t.q_idx] == [int(info.joint_qpos_adr[j]) for j in info.actuator_joint]
+    assert all(j.startswith(a) for a, j in zip(info.names["actuator"], joints, strict=True))
+    for i in (0, info.nu - 1):
+        action = np.zeros((2, info.nu), np.float32)
+        action[:, i] = 1.0
+        moved = np.asarray(t.action_to_ctrl(action)) - np.asarray(t.default_q)
+        assert np.flatnonzero(np.abs(moved[0]) > 1e-9).tolist() == [i]
+        assert moved[0, i] == pytest.approx(t.action_scale)
+
+
+def test_go1_gains_and_pose_are_menageries(envs):
+    env = envs("go1_velocity")
+    info, t = env.backend.info, env.task
+    np.testing.assert_allclose(info.actuator_gain, 100.0)
+    np.testing.assert_allclose(info.actuator_bias[:, 1], -100.0)  # kp 100 on the joint position
+    np.testing.assert_allclose(np.asarray(t.default_q), GO1_POSE)
+    assert t.action_scale == 0.25 and t.dt == pytest.approx(0.02)
+
+
+def test_g1_gains_and_pose_are_menageries_mjx_model(envs):
+    env = envs("g1_velocity")
+    info, t = env.backend.info, env.task
+    names = info.names["actuator"]
+    soft = [i for i, n in enumerate(names) if "ankle" in n or "wrist" in n]
+    kp = np.where(np.isin(np.arange(len(names)), soft), 20.0, 75.0)
+    np.testing.assert_allclose(info.actuator_gain, kp)
+    np.testing.assert_allclose(info.actuator_bias[:, 1:], np.stack([-kp, np.full_like(kp, -2.0)], 1))
+    np.testing.assert_allclose(np.asarray(t.default_q), G1_POSE)
+    assert names[:6] == ("left_hip_pitch_joint", "left_hip_roll_joint", "left_hip_yaw_joint", "left_knee_joint",
+                         "left_ankle_pitch_joint", "left_ankle_roll_joint")  # fmt: skip
+
+
+def _stand(env, seconds):
+    """Zero actions for `seconds` from the default pose: no env may end; the worst joint error."""
+    env.reset(seed=0)
+    fell = torch.zeros(env.num_envs, dtype=torch.bool)
+    for _ in range(round(seconds / env.task.dt)):
+        _, _, terminated, _, _ = env.step(torch.zeros(env.action_space.shape))
+        fell |= torch.as_tensor(terminated)
+    s = env.task.read(env.backend)
+    error = (torch.as_tensor(s["q"]) - torch.as_tensor(env.task.default_q)).abs().max()
+    return fell, float(error), torch.as_tensor(s["height"])
+
+
+ENGINES = [
+    "mujoco",
+    pytest.param("mjwarp", marks=pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")),
+    pytest.param(
+        "genesis",
+        marks=[pytest.mark.slow, pytest.mark.skipif(not _has("genesis"), reason="the genesis extra")],
+    ),
+]
+
+
+@pytest.mark.parametrize("backend", ENGINES)
+def test_go1_stands_2_s_under_a_zero_action(envs, backend):
+    fell, error, height = _stand(envs("go1_velocity", backend, reset_noise_scale=0.0), 2.0)
+    assert not fell.any() and error < 0.1
+    assert torch.all((height > 0.24) & (height < 0.29))  # trunk near the home pose's 0.27 m
+
+
+def test_g1_holds_its_pose_1_s_but_not_2_under_menageries_mjx_gains(envs):
+    """With ankles at kp 20 N m/rad the G1 is an inverted pendulum that the PD alone cannot
+    hold: it stands 1 s and falls at about 1.3 s (the task's docstring says so). A policy must
+    balance it; this test holds the gains to that documented behaviour."""
+    env = envs("g1_velocity", reset_noise_scale=0.0)
+    fell, error, height = _stand(env, 1.0)
+    assert not fell.any() and error < 0.5 and torch.all(height > 0.65)  # sagging, still up
+    fell, _, _ = _stand(env, 2.0)
+    assert fell.all()
+
+
+@pytest.mark.skipif(not _has("genesis"), reason="the genesis extra")
+@pytest.mark.parametrize("task", ["g1_velocity", "go1_velocity_rough"])
+def test_genesis_refuses_what_it_would_simulate_wrongly(task):
+    with pytest.raises(CapabilityError, match="contact pairs|heightfield"):
+        unienv.make(task, backend="genesis", num_envs=1, device="cpu")
+
+
+@pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+def test_no_host_sync_per_step_on_mjwarp(task):
+    env = unienv.make(task, backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)
+    try:
+        g = torch.Generator().manual_seed(0)
+        env.reset()
+        for _ in range(6):  # warm-up: kernels, first resets
+            env.step(torch.rand(4, env.single_action_space.shape[0], generator=g) * 2 - 1)
+        dones = torch.zeros((), dtype=torch.int64)
+        with count_host_syncs() as counts:
+            for _ in range(12):
+                _, _, term, trunc, _ = env.step(
+                    torch.rand(4, env.single_action_space.shape[0], generator=g) * 2 - 1
+                )
+                dones = dones + (term | trunc).sum()
+        assert int(dones) > 0 and not counts, counts.most_common()
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+def test_single_env_passes_check_env(task):
+    env = gym.make(unienv.tasks.gym_id(task))
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task", ["go1_velocity_rough", "g1_velocity_rough"])
+def test_rough_variants_scan_the_terrain_and_keep_the_robot(envs, task):
+    terrain = {"types": ["rough"], "num_levels": 2, "tile_size": 2.0}
+    env = envs(task, terrain=terrain)
+    obs, _ = env.reset(seed=0)
+    flat = envs(task.removesuffix("_rough"))
+    layout = env.task.observation_layout
+    assert layout["height_scan"].stop == obs.shape[1] == flat.single_observation_space.shape[0] + 187
+    assert env.backend.info.names["actuator"] == flat.backend.info.names["actuator"]
+    assert torch.isfinite(torch.as_tensor(obs)).all()
+
+
+def test_robots_dr_preset_adds_base_mass_and_changes_the_physics():
+    """dr=robots: each env's root body gets -1..+3 kg (and the default set): the written masses
+    differ per env and make the Go1 sink deeper into its PD servos, standing still."""
+    heights = {}
+    for dr in (None, "robots"):
+        env = unienv.make("go1_velocity", num_envs=4, seed=0, dr=dr, task_options={"reset_noise_scale": 0.0})
+        root = int(env.backend.find("body", "trunk")[0])
+        _, _, heights[dr] = _stand(env, 0.5)
+        if dr:
+            mass = np.asarray(env.backend.get_dr_param("body_mass"))[:, root]
+            base = float(np.asarray(env.backend.get_dr_default("body_mass"))[root])
+            assert len(set(np.round(mass, 6))) == 4 and np.all(mass > base - 1.0 - 1e-6)
+            assert np.all(mass < base + 3.0 + 1e-6)
+        env.close()
+    assert not torch.equal(heights[None], heights["robots"])
