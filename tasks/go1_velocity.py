@@ -68,12 +68,12 @@ class Go1Velocity(Quadruped):
     def __init__(self, **options):
         super().__init__(**options)
         self.scene = robots.model_file(self.menagerie, self.scene_file)
+        self.joints = self.single_action_space.shape[0]
 
     def deployment(self):
         """No deployment contract declared yet (the quadruped's describes its own model): its
         policy files carry none, and the deploy runner refuses them."""
         return None
-        self.joints = self.single_action_space.shape[0]
 
     def setup(self, backend):
         super().setup(backend)
