@@ -83,7 +83,7 @@ class G1Velocity(Go1Velocity):
         views = backend.get_body_views(self.torso_feet)
         pos, quat = self.xp.asarray(views.pos), self.xp.asarray(views.quat)
         s["feet_xy"] = pos[:, 1:, :2]
-        s["torso_gravity"] = -rotation_matrix(quat[:, 0], self.quat_to_matrix)[:, 2]  # world -z, torso frame
+        s["torso_gravity"] = -rotation_matrix(self.xp, quat[:, 0])[:, 2]  # world -z, torso frame
         return s
 
     def extra_terms(self, s, action, memory):
