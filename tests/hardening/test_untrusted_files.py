@@ -274,11 +274,11 @@ def test_states_beyond_float_range_are_refused_by_name(value):
     before = backend.get_physics_state().clone()
     qpos = torch.zeros(4, backend.nq, dtype=torch.float64)
     qpos[2, 0] = value
-    with pytest.raises(ArgumentError, match="qpos: expected"):
+    with pytest.raises(ArgumentError, match="qpos: (expected|contains NaN)"):
         backend.set_state_tensor(torch.arange(4), qpos, torch.zeros(4, backend.nv, dtype=torch.float64))
     state = before.clone()
     state[1, 1] = value
-    with pytest.raises(ArgumentError, match="state: expected"):
+    with pytest.raises(ArgumentError, match="state: (expected|contains NaN)"):
         backend.set_physics_state(state)
     assert torch.equal(backend.get_physics_state(), before)
     env.close()

@@ -109,6 +109,7 @@ def refuse_beyond_rows(x: torch.Tensor, name: str, dtype: torch.dtype) -> None:
     bound = float(torch.finfo(dtype).max) ** 0.5
     ok = (np.abs(x.detach().numpy()) <= bound).all() if x.device.type == "cpu" else (x.abs() <= bound).all()
     if not bool(ok):
+        refuse_nonfinite_rows(x, name, dtype)  # NaN and inf worded as everywhere else
         limits.check_fits(name, x, dtype, squared=True)
 
 
