@@ -79,6 +79,9 @@ CANNOT = {
     ("genesis", "inverted_double_pendulum"): "mj_fields",
     ("mjwarp", "humanoid"): "mjSOL_PGS",  # Gymnasium's humanoid.xml uses the PGS solver
     ("genesis", "quadruped_rough"): "hfield",  # Genesis does not parse heightfields
+    ("genesis", "go1_velocity_rough"): "hfield",
+    ("genesis", "g1_velocity"): "contact pairs",  # Menagerie's MJX G1 collides by explicit pairs
+    ("genesis", "g1_velocity_rough"): "hfield|contact pairs",
 }
 
 
