@@ -136,9 +136,11 @@ def hostile_checkpoints(folder, env):
                 z.writestr(info.filename, original.read(info))
         z.writestr("archive/data/99", b"\0" * (1 << 30))
     (folder / "deflate_bomb.pt").write_bytes(buffer.getvalue())
+    with zipfile.ZipFile(folder / "plain_zip.pt", "w") as z:  # a zip, stored, but no pickle in it
+        z.writestr("notes.txt", b"hello")
     os.mkfifo(folder / "fifo.pt")
     (folder / "folder.pt").mkdir()
-    return len(cases) + 7
+    return len(cases) + 8
 
 
 def hostile_onnx(folder, tmp):
@@ -247,6 +249,7 @@ def test_a_corpus_of_hostile_checkpoints_and_onnx_files_is_refused_within_bounds
     assert "env.episode_length" in by_name["negative_length.pt"]
     assert "distinct" in by_name["equal_keys.pt"]
     assert "field 'iterations'" in by_name["iterations_negative.pt"]
+    assert "no data.pkl" in by_name["plain_zip.pt"]
 
 
 def test_a_genuine_snapshot_restores_and_a_refused_one_leaves_the_space_alone(tmp_path):
@@ -362,3 +365,7 @@ def test_train_py_refuses_a_checkpoint_with_a_wrong_field_in_one_line_writing_no
         assert "Traceback" not in done.stderr
         left = {p.name for p in (tmp_path / name).iterdir()} - {".hydra", "git", "train.log", ".unienv.lock"}
         assert not {n for n in left if n.endswith((".pt", ".json", ".safetensors"))}, left
+    other = train(tmp_path / "other", f"train.resume={tmp_path / 'first'}", "task.max_angle=0.3")
+    last = other.stderr.strip().splitlines()[-1]
+    assert other.returncode == 1 and "another run" in last, other.stderr
+    assert "task_options.max_angle: the checkpoint has 0.2, this run 0.3" in last and "rail" not in last

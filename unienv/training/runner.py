@@ -210,12 +210,7 @@ class Runner(OnPolicyRunner):
         each rank keeps the envs and random state this run built for it (fresh envs seeded for
         rank r, torch seeded seed + r). Returns which of the two ("exact" or "re-seeded").
         """
-        theirs, ours = state["run"], self.run_identity
-        differences = [
-            f"{key}: the checkpoint has {theirs.get(key)!r}, this run {ours.get(key)!r}"
-            for key in sorted(set(theirs) | set(ours))
-            if key != "processes" and theirs.get(key) != ours.get(key)
-        ]
+        differences = _differences(state["run"], self.run_identity)
         if differences:
             raise ArgumentError(
                 f"train.resume: {path} is a checkpoint of another run; resume it with its options:\n  "
@@ -223,7 +218,7 @@ class Runner(OnPolicyRunner):
             )
         rank, world = self.gpu_global_rank, self.gpu_world_size
         ranks = [state, *state.get("other_ranks", [])]
-        exact = theirs.get("processes", 1) == world == len(ranks)
+        exact = state["run"].get("processes", 1) == world == len(ranks)
         self._check(path, state, ranks[rank] if exact else None)  # every check before the first write
         self.alg.load(state["algorithm"], None, strict=True)  # also the adaptive learning rate
         logger = self.logger
@@ -346,3 +341,28 @@ class Runner(OnPolicyRunner):
             torch.cuda.set_device(self.gpu_local_rank)
             backend = "nccl"
         self.group = ProcessGroup.start(backend, self.gpu_global_rank, world, self.timeout_s)
+
+
+def _differences(theirs: dict, ours: dict) -> list[str]:
+    """What differs between a checkpoint's run identity and this run's, one line per option.
+
+    Options that are dicts (the task's, the backend's) list only the keys that differ; where the
+    task itself differs its options are left out, since they follow from it.
+    """
+    keys = sorted((set(theirs) | set(ours)) - {"processes"})
+    if theirs.get("task") != ours.get("task"):
+        keys = [key for key in keys if key != "task_options"]
+    lines = []
+    for key in keys:
+        a, b = theirs.get(key), ours.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            lines += [
+                f"{key}.{k}: the checkpoint has {a.get(k)!r}, this run {b.get(k)!r}"
+                for k in sorted(set(a) | set(b), key=str)
+                if a.get(k) != b.get(k)
+            ]
+        else:
+            lines.append(f"{key}: the checkpoint has {a!r}, this run {b!r}")
+    return lines
