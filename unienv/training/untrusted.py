@@ -67,7 +67,9 @@ def check_archive(path: str, where: str, size: int) -> None:
             f"{where}: {path} is not a torch.save archive ({e or type(e).__name__})"
         ) from None
     if not any(entry.filename.rsplit("/", 1)[-1] == "data.pkl" for entry in entries):
-        raise ArgumentError(f"{where}: {path} is a zip file but not a torch.save archive (it has no data.pkl)")
+        raise ArgumentError(
+            f"{where}: {path} is a zip file but not a torch.save archive (it has no data.pkl)"
+        )
     total = 0
     for entry in entries:
         if entry.compress_type != zipfile.ZIP_STORED:
