@@ -166,9 +166,10 @@ def train(args: argparse.Namespace) -> dict:
 
         recent = returns[-20:]
         mean = sum(recent) / len(recent) if recent else float("nan")
+        episodes = f"return (last {len(recent)} episodes) {mean:.1f}" if recent else "no episode finished yet"
         print(
-            f"iter {iteration}/{iterations}  steps {iteration * batch}  "
-            f"return (last {len(recent)} episodes) {mean:.1f}  {time.perf_counter() - start:.0f} s",
+            f"iter {iteration}/{iterations}  steps {iteration * batch}  {episodes}  "
+            f"{time.perf_counter() - start:.0f} s",
             flush=True,
         )
     seconds = time.perf_counter() - start

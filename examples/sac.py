@@ -199,8 +199,9 @@ def train(args: argparse.Namespace) -> dict:
             mean = float(ended_return) / count if count else float("nan")
             ended_return.zero_()
             ended_count.zero_()
+            episodes = f"return ({count} episodes) {mean:.1f}" if count else "no episode finished"
             print(
-                f"steps {step * n}  return ({count} episodes) {mean:.1f}  "
+                f"steps {step * n}  {episodes}  "
                 f"alpha {float(log_alpha.detach().exp()):.3f}  {time.perf_counter() - start:.0f} s",
                 flush=True,
             )
