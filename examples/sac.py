@@ -119,7 +119,9 @@ class ReplayBuffer:
 def train(args: argparse.Namespace) -> dict:
     """Train, then evaluate; returns the figures printed at the end."""
     torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # networks this small run fastest on one thread; more contend with the engine's
+    # one thread: more contend with the engine's; on 2 busy cores torch's default made a SAC step
+    # 5-25x slower (examples/torch_threads.py, docs/libraries.md)
+    torch.set_num_threads(1)
     env = unienv.make(
         args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=args.seed
     )
