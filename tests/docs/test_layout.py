@@ -1,6 +1,6 @@
 """The documentation site reads at 1280 x 800 in headless Chromium: on the pages with the widest
-tables, every table's last column lies inside the content area (docs/stylesheets/extra.css wraps
-the cells rather than letting a wide table push its last columns off-screen)."""
+tables, every table's last column lies inside the content area, and no code block hides the end of
+a long line behind a scroll bar (docs/stylesheets/extra.css wraps table cells and code lines)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,20 @@ def served(site):
     server.shutdown()
 
 
+# per code block wider than its box: its first line
+CLIPPED = """[...document.querySelectorAll('.md-content pre > code')]
+  .filter(code => code.scrollWidth > code.clientWidth + 1).map(code => code.innerText.split('\\n')[0])"""
+
+
 @pytest.mark.parametrize("page", ["tasks/", "dmc/"])
 def test_every_tables_last_column_is_inside_the_content_area_at_1280_px(served, page):
     tables = browser.evaluate(f"{served}/{page}", RECTS, wait_s=2.0, size=(1280, 800))
     assert len(tables) >= 2, tables  # the page rendered, with its tables
     outside = [t for t in tables if t["right"] > t["content"] + 0.5]
     assert not outside, f"{page}: tables whose last column is off-screen: {outside}"
+
+
+@pytest.mark.parametrize("page", ["dmc/", "libraries/"])
+def test_no_code_line_is_clipped_at_1280_px(served, page):
+    clipped = browser.evaluate(f"{served}/{page}", CLIPPED, wait_s=2.0, size=(1280, 800))
+    assert clipped == [], f"{page}: code blocks with lines cut off: {clipped}"
