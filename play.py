@@ -30,10 +30,15 @@ from unienv.training.rollout import make_policy, rollout
 from unienv.utils.files import written
 from unienv.viewer import from_cfg
 
-# video.path names a policy file by its stem: videos/cartpole_mujoco_policy.mp4 for .../policy.safetensors
-OmegaConf.register_new_resolver(
-    "stem", lambda path: os.path.splitext(os.path.basename(str(path)))[0], replace=True
-)
+
+def policy_name(policy: str) -> str:
+    """video.path's name for a policy: a file's stem, and `_onnx` after it for an ONNX file, so that
+    policy.safetensors and its export policy.onnx play to videos of their own."""
+    stem, ext = os.path.splitext(os.path.basename(str(policy)))
+    return stem + ("_onnx" if ext == ".onnx" else "")
+
+
+OmegaConf.register_new_resolver("policy_name", policy_name, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="config")

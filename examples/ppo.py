@@ -82,7 +82,9 @@ class Agent(nn.Module):
 def train(args: argparse.Namespace) -> dict:
     """Train, then evaluate; returns the figures printed at the end."""
     torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # networks this small run fastest on one thread; more contend with the engine's
+    # one thread: more contend with the engine's; on 2 busy cores torch's default made a SAC step
+    # 5-25x slower (examples/torch_threads.py, docs/libraries.md)
+    torch.set_num_threads(1)
     base = unienv.make(
         args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=args.seed
     )
@@ -166,9 +168,10 @@ def train(args: argparse.Namespace) -> dict:
 
         recent = returns[-20:]
         mean = sum(recent) / len(recent) if recent else float("nan")
+        episodes = f"return (last {len(recent)} episodes) {mean:.1f}" if recent else "no episode finished yet"
         print(
-            f"iter {iteration}/{iterations}  steps {iteration * batch}  "
-            f"return (last {len(recent)} episodes) {mean:.1f}  {time.perf_counter() - start:.0f} s",
+            f"iter {iteration}/{iterations}  steps {iteration * batch}  {episodes}  "
+            f"{time.perf_counter() - start:.0f} s",
             flush=True,
         )
     seconds = time.perf_counter() - start

@@ -119,7 +119,9 @@ class ReplayBuffer:
 def train(args: argparse.Namespace) -> dict:
     """Train, then evaluate; returns the figures printed at the end."""
     torch.manual_seed(args.seed)
-    torch.set_num_threads(1)  # networks this small run fastest on one thread; more contend with the engine's
+    # one thread: more contend with the engine's; on 2 busy cores torch's default made a SAC step
+    # 5-25x slower (examples/torch_threads.py, docs/libraries.md)
+    torch.set_num_threads(1)
     env = unienv.make(
         args.task, backend=args.backend, num_envs=args.num_envs, device=args.device, seed=args.seed
     )
@@ -199,8 +201,9 @@ def train(args: argparse.Namespace) -> dict:
             mean = float(ended_return) / count if count else float("nan")
             ended_return.zero_()
             ended_count.zero_()
+            episodes = f"return ({count} episodes) {mean:.1f}" if count else "no episode finished"
             print(
-                f"steps {step * n}  return ({count} episodes) {mean:.1f}  "
+                f"steps {step * n}  {episodes}  "
                 f"alpha {float(log_alpha.detach().exp()):.3f}  {time.perf_counter() - start:.0f} s",
                 flush=True,
             )

@@ -79,6 +79,24 @@ def test_a_replay_gets_its_own_video_and_a_quiet_progress_bar(tmp_path):
     assert len(bar) == 2 and "300/300" in bar[-1], done.stderr  # 0% and 100%
 
 
+def test_a_policy_file_and_its_onnx_export_play_to_videos_of_their_own():
+    from hydra import compose, initialize_config_dir
+
+    sys.path.insert(0, ROOT)
+    import play  # noqa: F401  (registers video.path's resolver)
+
+    with initialize_config_dir(os.path.join(ROOT, "cfg"), version_base="1.3"):
+        paths = [
+            compose("config", [f"policy={p}"]).video.path
+            for p in ("run/policy.safetensors", "run/policy.onnx", "zero")
+        ]
+    assert paths == [
+        "videos/cartpole_mujoco_policy.mp4",
+        "videos/cartpole_mujoco_policy_onnx.mp4",
+        "videos/cartpole_mujoco_zero.mp4",
+    ]
+
+
 def test_play_reports_bad_config_clearly(tmp_path):
     done = play("num_env=2", cwd=tmp_path)
     assert done.returncode != 0 and "num_env" in done.stderr

@@ -37,6 +37,21 @@ def test_sim2sim_reports_every_backend_against_mujoco(capsys, tmp_path):
     assert plot.exists() or "matplotlib is not installed" in out
 
 
+def test_with_no_other_engine_installed_one_line_says_so_first(capsys, monkeypatch):
+    from unienv.backends import BackendEntry
+    from unienv.errors import install_command
+
+    monkeypatch.setattr(BackendEntry, "installed", lambda self: self.extra is None)  # the default install
+    report = sim2sim.main(["--task", "cartpole", "--num-envs", "1", "--episode-steps", "5"])
+    lines = capsys.readouterr().out.splitlines()
+    commands = " or ".join(install_command(sim2sim.REGISTRY[b].extra) for b in sim2sim.BACKENDS[1:])
+    assert lines[0] == (
+        f"sim2sim: no engine but mujoco is installed, so there is nothing to compare it with; install {commands}"
+    )
+    assert f"  mjwarp: skipped (not installed: {install_command('mjwarp')})" in lines
+    assert sorted(report["divergence"]) == ["float32 floor"]  # mujoco against its own float32 rounding
+
+
 def test_the_state_table_titles_every_column():
     steps, columns = sim2sim._header().splitlines()
     assert [f"after {n}" in steps for n in sim2sim.CHECKPOINTS] == [True] * len(sim2sim.CHECKPOINTS)

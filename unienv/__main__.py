@@ -32,7 +32,7 @@ import mujoco
 from unienv import backends
 from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError, install_command
-from unienv.tasks import TASKS, gym_id, task_class, task_config
+from unienv.tasks import DMC_TASKS, TASKS, gym_id, task_class, task_config
 from unienv.tools import cli
 
 
@@ -145,6 +145,12 @@ def list_tasks(out=sys.stdout) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    if not DMC_TASKS.keys() <= TASKS.keys():  # dm-control, which ships their models, is absent
+        print(
+            f"dmc_*: the {len(DMC_TASKS)} DeepMind Control Suite tasks are available with "
+            f"{install_command('dmc')}",
+            file=out,
+        )
     for name, c in caps.items():
         if isinstance(c, str):
             print(f"{name}: {c}", file=out)

@@ -173,6 +173,7 @@ class Task(abc.ABC):
 
     @property
     def max_episode_steps(self) -> int:
+        """Env steps after which an episode is truncated: `episode_length_s / dt`, rounded."""
         return round(self.episode_length_s / self.dt)
 
     def deployment(self) -> dict[str, Any] | None:
@@ -203,26 +204,36 @@ class Task(abc.ABC):
         return action
 
     @abc.abstractmethod
-    def read(self, backend: SimBackend) -> Reading: ...
+    def read(self, backend: SimBackend) -> Reading:
+        """What the task uses of the backend's state, as a dict of arrays (N, ...) that stay
+        valid after the next step (copies, or values derived from the live views)."""
 
     @abc.abstractmethod
-    def observe(self, s: Reading, memory: Reading) -> torch.Tensor: ...
+    def observe(self, s: Reading, memory: Reading) -> torch.Tensor:
+        """The observation (N, obs_dim): the blocks of `observation_blocks()`, in their order."""
 
     @abc.abstractmethod
     def reward(
         self, s: Reading, prev: Reading, action: torch.Tensor, memory: Reading
-    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The reward of the step from `prev` to `s` under `action`: (total (N,), {term: (N,)}),
+        the total the sum of the terms (`unienv.task.total`)."""
 
     @abc.abstractmethod
-    def terminated(self, s: Reading, memory: Reading) -> torch.Tensor: ...
+    def terminated(self, s: Reading, memory: Reading) -> torch.Tensor:
+        """(N,) bool: the envs whose episode ends in a terminal state (a fall); time limits are
+        the env's (`max_episode_steps`)."""
 
     def remember(self, s: Reading, action: torch.Tensor, memory: Reading) -> Reading:
+        """The memory of the next step (the last action, say); by default the memory unchanged."""
         return memory
 
     @abc.abstractmethod
-    def reset_state(self, env_ids: Any, rng: Sampler) -> tuple[Any, Any]: ...
+    def reset_state(self, env_ids: Any, rng: Sampler) -> tuple[Any, Any]:
+        """Initial (qpos, qvel) of the envs being reset, one row per row of `rng`."""
 
     def reset_memory(self, rng: Sampler) -> Reading:
+        """Memory rows of the envs being reset (a new velocity command, say); by default none."""
         return {}
 
     def on_reset(self, mask: torch.Tensor, s: Reading, memory: Reading) -> None:

@@ -81,3 +81,23 @@ def test_list_shows_terrain_tasks_only_on_backends_with_heightfields_and_mjwarp_
     assert rows["quadruped_rough"].endswith("mujoco, mjwarp (device=cpu)")
     assert rows["quadruped"].endswith("mujoco, genesis, mjwarp (device=cpu)")
     assert "mjwarp: no CUDA GPU here; runs on the CPU with device=cpu" in out.getvalue()
+
+
+def test_list_without_dm_control_names_the_dmc_tasks_and_their_install(monkeypatch):
+    import io
+
+    from unienv import __main__ as command
+    from unienv.errors import install_command
+    from unienv.tasks import DMC_TASKS, TASKS
+
+    monkeypatch.setattr(command, "backend_features", lambda: {"mujoco": {}})
+    core = {name: path for name, path in TASKS.items() if name not in DMC_TASKS}
+    monkeypatch.setattr(command, "TASKS", core)  # as on an install without the dmc extra
+    out = io.StringIO()
+    command.list_tasks(out)
+    line = f"dmc_*: the 25 DeepMind Control Suite tasks are available with {install_command('dmc')}"
+    assert line in out.getvalue().splitlines() and "dmc_walker_walk" not in out.getvalue()
+    monkeypatch.setattr(command, "TASKS", {**core, **DMC_TASKS})  # with it: the tasks, no hint
+    out = io.StringIO()
+    command.list_tasks(out)
+    assert "dmc_walker_walk" in out.getvalue() and "are available with" not in out.getvalue()

@@ -1,12 +1,15 @@
 """Headless Chromium driven over the DevTools protocol: open a page, wait, take a screenshot.
 
 Debian's `chromium` (apt-get install chromium; .ci/run installs it), WebGL in software
-(SwiftShader), a fresh profile per call; no network beyond the loopback page it opens.
+(SwiftShader), a fresh profile per call; no network beyond the loopback page it opens. Also
+used by tests/docs/test_layout.py to measure the documentation site's tables.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import itertools
 import json
 import os
 import pathlib
@@ -33,8 +36,10 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -> None:
-    """Open url, let it run wait_s seconds, and write a PNG of the page to path."""
+@contextlib.contextmanager
+def devtools(url: str, *, wait_s: float, size=(1024, 768)):
+    """Open url in a fresh headless Chromium, let it run wait_s seconds, and yield `call(method,
+    params)`, which sends one DevTools command to the page and returns its result."""
     from websockets.sync.client import connect
 
     with tempfile.TemporaryDirectory() as profile:
@@ -53,15 +58,34 @@ def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -
             pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
             target = next(p for p in pages if p["type"] == "page")
             with connect(target["webSocketDebuggerUrl"], max_size=2**26) as ws:
-                ws.send(
-                    json.dumps({"id": 1, "method": "Page.captureScreenshot", "params": {"format": "png"}})
-                )
-                while True:
-                    reply = json.loads(ws.recv(timeout=60))
-                    if reply.get("id") == 1:
-                        break
-            with open(path, "wb") as f:
-                f.write(base64.b64decode(reply["result"]["data"]))
+                ids = itertools.count(1)
+
+                def call(method: str, params: dict | None = None) -> dict:
+                    n = next(ids)
+                    ws.send(json.dumps({"id": n, "method": method, "params": params or {}}))
+                    while True:
+                        reply = json.loads(ws.recv(timeout=60))
+                        if reply.get("id") == n:
+                            return reply["result"]
+
+                yield call
         finally:
             browser.terminate()
             browser.wait(timeout=10)
+
+
+def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -> None:
+    """Open url, let it run wait_s seconds, and write a PNG of the page to path."""
+    with devtools(url, wait_s=wait_s, size=size) as call:
+        data = call("Page.captureScreenshot", {"format": "png"})["data"]
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(data))
+
+
+def evaluate(url: str, expression: str, *, wait_s: float = 2.0, size=(1024, 768)):
+    """Open url and return the JSON value of a JavaScript expression evaluated in the page."""
+    with devtools(url, wait_s=wait_s, size=size) as call:
+        result = call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+    if "exceptionDetails" in result:
+        raise RuntimeError(f"{expression!r} raised in the page: {result['exceptionDetails']}")
+    return result["result"]["value"]

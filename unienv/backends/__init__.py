@@ -46,6 +46,7 @@ class BackendEntry:
 
     @property
     def module(self) -> str:
+        """The module that defines the backend class (the part of `target` before ':')."""
         return self.target.partition(":")[0]
 
     def installed(self) -> bool:

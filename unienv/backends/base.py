@@ -139,14 +139,17 @@ class SimBackend(Randomization, Features, abc.ABC):
 
     @property
     def nq(self) -> int:
+        """Generalized coordinates per env (MuJoCo's nq)."""
         return self.info.nq
 
     @property
     def nv(self) -> int:
+        """Degrees of freedom per env (MuJoCo's nv)."""
         return self.info.nv
 
     @property
     def nu(self) -> int:
+        """Actuators per env: the width of `ctrl` (MuJoCo's nu)."""
         return self.info.nu
 
     def names(self, kind: str) -> tuple[str, ...]:
@@ -201,6 +204,7 @@ class SimBackend(Randomization, Features, abc.ABC):
 
     @property
     def closed(self) -> bool:
+        """Whether `close()` has run; every hot-path call then raises `BackendClosedError`."""
         return self._closed
 
     def __enter__(self) -> SimBackend:
@@ -323,6 +327,7 @@ class SimBackend(Randomization, Features, abc.ABC):
 
     @property
     def physics_state_size(self) -> int:
+        """Columns of a `get_physics_state()` row: time, qpos, qvel."""
         return 1 + self.nq + self.nv
 
     # ---- validation (checks: one place) -------------------------------------

@@ -108,6 +108,7 @@ class DynamicsModel(abc.ABC):
 
     @property
     def num_parameters(self) -> int:
+        """Inertial parameters of the regressor: 10 per body (m, m c, the inertia's 6)."""
         return 10 * len(self.body_names)
 
     def frame_id(self, frame: str | int) -> int:

@@ -25,6 +25,8 @@ class NumpyEnv(VectorWrapper):
 
 
 def numpy_env(env) -> NumpyEnv:
+    """`env` with NumPy in and out, for NumPy RL code and Gymnasium's vector wrappers: actions
+    are taken as arrays, observations, rewards, flags and infos come back as host arrays."""
     return NumpyEnv(env)
 
 

@@ -182,6 +182,7 @@ class Renderer:
         return self._renderer.render().copy()
 
     def close(self) -> None:
+        """Release the renderer's GL context."""
         self._renderer.close()
 
 

@@ -108,6 +108,7 @@ class TerrainConfig:
         return round(self.tile_size / self.resolution)
 
     def level_difficulty(self, level: int) -> float:
+        """The difficulty of curriculum level `level`: `difficulty` spread evenly over the levels."""
         low, high = self.difficulty
         return low if self.num_levels == 1 else low + (high - low) * level / (self.num_levels - 1)
 

@@ -31,7 +31,7 @@ import torch
 
 import unienv
 from unienv.backends import BACKENDS as REGISTRY
-from unienv.errors import ArgumentError, CapabilityError
+from unienv.errors import ArgumentError, CapabilityError, install_command
 from unienv.tasks import task_class
 from unienv.tools import cli
 from unienv.training.rollout import make_policy, rollout
@@ -60,6 +60,9 @@ def available(task: str, device: str | None) -> dict[str, str | None]:
     """Backend -> None if it runs the task here, else why not."""
     out = {}
     for name in BACKENDS:
+        if not REGISTRY[name].installed():
+            out[name] = f"not installed: {install_command(REGISTRY[name].extra)}"
+            continue
         try:
             _make(task, name, 1, device).close()
             out[name] = None
@@ -147,6 +150,12 @@ def main(argv: list[str] | None = None) -> dict:
     task_class(args.task)  # an unknown task name says which exist
     if args.num_envs < 1 or args.episode_steps < 1:
         parser.error("--num-envs and --episode-steps: expected positive counts")
+    others = [entry for name, entry in REGISTRY.items() if name != "mujoco"]
+    if not any(entry.installed() for entry in others):
+        print(
+            "sim2sim: no engine but mujoco is installed, so there is nothing to compare it with; install "
+            + " or ".join(install_command(entry.extra) for entry in others)
+        )
     with cli.engine_output_to(args.log) as out:
         result = _report(args, out)
     print(f"engine log: {args.log}")

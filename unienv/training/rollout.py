@@ -29,6 +29,7 @@ class RolloutStats:
     steps: int = 0
 
     def summary(self) -> dict[str, float]:
+        """Episodes ended, mean and std of their returns, mean length, share terminated (nan: none ended)."""
         n = len(self.returns)
         return {
             "episodes": n,

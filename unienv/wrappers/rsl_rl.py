@@ -112,6 +112,7 @@ class RslRlVecEnv(VecEnv):
         return self._obs, reward.to(torch.float32), done, extras
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
     def _episode_extras(self, episode: dict, done: torch.Tensor, time_out: torch.Tensor) -> dict:

@@ -53,10 +53,12 @@ class SkrlVecEnv(Wrapper):
 
     @property
     def observation_space(self) -> gym.Space:
+        """One env's observation space (skrl batches it itself)."""
         return self._env.single_observation_space
 
     @property
     def action_space(self) -> gym.Space:
+        """One env's action space."""
         return self._env.single_action_space
 
     def reset(self) -> tuple[torch.Tensor, dict[str, Any]]:
