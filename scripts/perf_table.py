@@ -117,7 +117,8 @@ def render_peers(paths: Iterable[str]) -> str:
     out = []
     for run in load(paths):
         meta, rows = run["meta"], run["rows"]
-        one = [r for r in rows if r["num_envs"] == 1]
+        dmc = [r for r in rows if r.get("dmc")]
+        one = [r for r in rows if r["num_envs"] == 1 and not r.get("dmc")]
         many = [r for r in rows if r["num_envs"] > 1]
         out += [
             f"### {_machine(meta)}, {meta['date']}",
@@ -151,6 +152,16 @@ def render_peers(paths: Iterable[str]) -> str:
                 f"| {_pair(r.get('next_over_envpool'))} | {_pair(r.get('raw_over_envpool'))} "
                 f"| {_pair(r.get('raw_next_over_envpool'))} | {_pair(r['unienv_over_sync'])} |"
                 for r in many
+            ]
+            out.append("")
+        if dmc:
+            out += [
+                "| DeepMind Control task (1 env) | dm_control µs | unienv µs | unienv / dm_control (time) |",
+                "|---|---|---|---|",
+            ]
+            out += [
+                f"| {r['task']} | {r['dm_control_us']:.1f} | {r['single_us']:.1f} | {_pair(r['single_time_ratio'])} |"
+                for r in dmc
             ]
             out.append("")
     return "\n".join(out)

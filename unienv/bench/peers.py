@@ -8,6 +8,8 @@ random actions from its own action space and resets its ended envs as it would i
                single     `gymnasium.make("unienv/<Task>-v0")`, the same loop
                vector     `unienv.make(task, num_envs=1)` (same-step autoreset)
                envpool    EnvPool's env of that id at one env (when installed)
+  DMC tasks    dm_control `suite.load(domain, task)` and `gymnasium.make("unienv/DMC-<Task>-v0")`,
+               at one env, on the same MuJoCo (`dm_control_suite`)
   at N envs    unienv     `unienv.make(task, num_envs=N)` (same-step autoreset)
                next       the same with autoreset_mode="next_step": an ended env's next step is
                           its reset, without physics, as EnvPool's and SyncVectorEnv's are
@@ -43,7 +45,7 @@ import torch
 import unienv
 from unienv import backends
 from unienv.bench.replay import REPLAY_STEPS, Replay
-from unienv.tasks import gym_id
+from unienv.tasks import gym_id, task_class
 
 PEER_TASKS = (
     "ant",
@@ -56,6 +58,8 @@ PEER_TASKS = (
     "reacher",
 )
 """The tasks that are Gymnasium's v5 tasks (and EnvPool's), on the same models."""
+DMC_PEER_TASKS = ("dmc_cheetah_run", "dmc_walker_walk", "dmc_humanoid_run")
+"""DeepMind Control tasks timed at one env beside dm_control's own `suite.load` (where installed)."""
 
 ACTION_BATCHES = 64  # random action batches each loop cycles through
 RESET_STEPS = 100  # calls of each vector loop over which its fraction of ended env-steps is counted
@@ -203,6 +207,58 @@ def _ended_fraction(loop: Callable[[], tuple]) -> float:
     return ended / total
 
 
+def dm_control_suite():
+    """dm_control.suite, loadable on MuJoCo 4: dm_control 1.0.50's table of struct fields names
+    flex fields that MuJoCo 4 removed, which its physics would fail to index; they are dropped
+    first (its trajectories are unchanged: tests/tasks/test_dmc.py steps it beside unienv)."""
+    from dm_control.mujoco.index import sizes
+
+    for struct, names in _DMC_GONE.items():
+        for name in names:
+            sizes.array_sizes[struct].pop(name, None)
+    from dm_control import suite
+
+    return suite
+
+
+_DMC_GONE = {
+    "mjmodel": ("flex_vertedge", "flex_vertedgeadr", "flex_vertedgenum", "flex_vertmetric")
+    + ("flexvert_J_colind", "flexvert_J_rowadr", "flexvert_J_rownnz"),
+    "mjdata": ("flexvert_J", "flexvert_length"),
+}
+
+
+def measure_dmc(task: str, seconds: float, rounds: int, seed: int = 0) -> dict:
+    """A DeepMind Control row at one env: `gymnasium.make("unienv/DMC-...-v0")` beside
+    dm_control's `suite.load(domain, task)` on the same MuJoCo, each stepped with random actions
+    and reset at its episode's end; each one's step time (µs, median) and unienv's over dm_control's."""
+    domain = task_class(task).domain
+    ref = dm_control_suite().load(domain, task.removeprefix(f"dmc_{domain}_"), task_kwargs={"random": seed})
+    spec = ref.action_spec()
+    actions = _cycle(_actions(gym.spaces.Box(spec.minimum, spec.maximum, dtype=np.float64), spec.shape, seed))
+    ref.reset()
+
+    def dm_control_step() -> None:
+        if ref.step(actions()).last():
+            ref.reset()
+
+    single = gym.make(gym_id(task))
+    rates = _interleaved(
+        {"dm_control": dm_control_step, "single": _single_loop(single, seed)}, seconds, rounds
+    )
+    single.close()
+    ratios = [d / u for d, u in zip(rates["dm_control"], rates["single"], strict=True)]
+    return {
+        "task": task,
+        "num_envs": 1,
+        "rounds": rounds,
+        "dmc": True,
+        "dm_control_us": 1e6 / statistics.median(rates["dm_control"]),
+        "single_us": 1e6 / statistics.median(rates["single"]),
+        "single_time_ratio": _summary(ratios),
+    }
+
+
 def measure_many(task: str, num_envs: int, seconds: float, rounds: int, seed: int = 0) -> dict:
     """The N-env row: env-steps/s (median), each loop's speed over EnvPool's, unienv's over
     SyncVectorEnv's, and the fraction of ended env-steps of unienv, next and EnvPool."""
@@ -285,10 +341,23 @@ def many_line(r: dict) -> str:
     )
 
 
+DMC_HEADER = f"{'task':<26} {'dm_control us':>13} {'single us':>9} {'single/dm_control':>17}"
+
+
+def dmc_line(r: dict) -> str:
+    return (
+        f"{r['task']:<26} {r['dm_control_us']:>13.1f} {r['single_us']:>9.1f} "
+        f"{_pair(r['single_time_ratio']):>17}"
+    )
+
+
 def run(tasks: list[str], num_envs: list[int], seconds: float, rounds: int, emit: Callable) -> list[dict]:
-    """Every row: at 1 env (if 1 is in num_envs), then at each other count; `emit(rows)` after each."""
+    """Every row: at 1 env (if 1 is in num_envs), then at each other count; `emit(rows)` after each.
+    The DeepMind Control tasks among `tasks` run at one env beside dm_control, after the others."""
     rows: list[dict] = []
-    if 1 in num_envs:
+    dmc = [t for t in tasks if t.startswith("dmc_")]
+    tasks = [t for t in tasks if t not in dmc]
+    if 1 in num_envs and tasks:
         print("\none env: step time (us, median) and its ratio to Gymnasium v5's (min / median of rounds)")
         print(ONE_HEADER)
         for task in tasks:
@@ -304,5 +373,14 @@ def run(tasks: list[str], num_envs: list[int], seconds: float, rounds: int, emit
         for task in tasks:
             rows.append(measure_many(task, n, seconds, rounds))
             print(many_line(rows[-1]), flush=True)
+            emit(rows)
+    if dmc:
+        print(
+            "\nDeepMind Control, one env: step time (us, median), unienv's over dm_control's (min / median)"
+        )
+        print(DMC_HEADER)
+        for task in dmc:
+            rows.append(measure_dmc(task, seconds, rounds))
+            print(dmc_line(rows[-1]), flush=True)
             emit(rows)
     return rows
