@@ -94,6 +94,18 @@ def render(paths: Iterable[str]) -> str:
     return "\n".join(out)
 
 
+def _count(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def _ended(fractions: dict | None) -> str:
+    """unienv's / next-step's / EnvPool's fraction of env-steps that end an episode, in %."""
+    fractions = fractions or {}
+    return " / ".join(
+        f"{100 * fractions[k]:.1f}" if k in fractions else "-" for k in ("unienv", "next", "envpool")
+    )
+
+
 def _pair(summary: dict | None) -> str:
     return "-" if summary is None else f"{summary['min']:.2f} / {summary['median']:.2f}"
 
@@ -105,7 +117,8 @@ def render_peers(paths: Iterable[str]) -> str:
     out = []
     for run in load(paths):
         meta, rows = run["meta"], run["rows"]
-        one = [r for r in rows if r["num_envs"] == 1]
+        dmc = [r for r in rows if r.get("dmc")]
+        one = [r for r in rows if r["num_envs"] == 1 and not r.get("dmc")]
         many = [r for r in rows if r["num_envs"] > 1]
         out += [
             f"### {_machine(meta)}, {meta['date']}",
@@ -128,14 +141,27 @@ def render_peers(paths: Iterable[str]) -> str:
             out.append("")
         if many:
             out += [
-                "| task | num_envs | unienv env-steps/s | unienv / SyncVectorEnv | unienv / EnvPool "
-                "| raw mujoco.batch / EnvPool |",
-                "|---|---|---|---|---|---|",
+                "| task | num_envs | unienv env-steps/s | next-step env-steps/s | ended % (unienv / next "
+                "/ EnvPool) | unienv / EnvPool | next-step / EnvPool | raw / EnvPool | raw next-step / "
+                "EnvPool | unienv / SyncVectorEnv |",
+                "|---|---|---|---|---|---|---|---|---|---|",
             ]
             out += [
-                f"| {r['task']} | {r['num_envs']} | {r['unienv_sps']:,.0f} | {_pair(r['unienv_over_sync'])} "
-                f"| {_pair(r.get('unienv_over_envpool'))} | {_pair(r.get('raw_over_envpool'))} |"
+                f"| {r['task']} | {r['num_envs']} | {r['unienv_sps']:,.0f} | {_count(r.get('next_sps'))} "
+                f"| {_ended(r.get('ended'))} | {_pair(r.get('unienv_over_envpool'))} "
+                f"| {_pair(r.get('next_over_envpool'))} | {_pair(r.get('raw_over_envpool'))} "
+                f"| {_pair(r.get('raw_next_over_envpool'))} | {_pair(r['unienv_over_sync'])} |"
                 for r in many
+            ]
+            out.append("")
+        if dmc:
+            out += [
+                "| DeepMind Control task (1 env) | dm_control µs | unienv µs | unienv / dm_control (time) |",
+                "|---|---|---|---|",
+            ]
+            out += [
+                f"| {r['task']} | {r['dm_control_us']:.1f} | {r['single_us']:.1f} | {_pair(r['single_time_ratio'])} |"
+                for r in dmc
             ]
             out.append("")
     return "\n".join(out)

@@ -2,6 +2,7 @@
 transitions (`unienv.bench.Replay`) through a fresh backend, or through the raw MuJoCo loop,
 reproduces the env's states."""
 
+import importlib.util
 import os
 
 import pytest
@@ -68,11 +69,26 @@ def test_peers_bench_times_unienv_beside_gymnasium_at_one_env_and_at_n(tmp_path)
         assert 0 < one[key]["min"] <= one[key]["median"]
     assert one["gymnasium_us"] > 0 and many["unienv_sps"] > 0
     assert 0 < many["unienv_over_sync"]["min"] <= many["unienv_over_sync"]["median"]
+    assert many["next_sps"] > 0 and many["raw_next_sps"] > 0  # next-step autoreset and its raw loop
+    assert all(0 <= f <= 1 for f in many["ended"].values()) and {"unienv", "next"} <= many["ended"].keys()
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts"))
     import perf_table
 
     text = perf_table.render_peers([path])
     assert "| reacher | 3 |" in text and "unienv / SyncVectorEnv" in text and "single / v5" in text
+    assert "next-step / EnvPool" in text and "ended %" in text
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("dm_control") is None, reason="dm-control is not installed (the dmc extra)"
+)
+def test_peers_bench_times_a_dmc_task_beside_dm_control(tmp_path):
+    """A DeepMind Control row: unienv's single env and dm_control's suite.load, at one env."""
+    from unienv import bench
+
+    (row,) = bench.main(["--peers", "--task", "dmc_cheetah_run", "--seconds", "0.01", "--rounds", "2"])
+    assert row["dmc"] and row["dm_control_us"] > 0 and row["single_us"] > 0
+    assert 0 < row["single_time_ratio"]["min"] <= row["single_time_ratio"]["median"]
 
 
 def test_peers_bench_refuses_another_backend():

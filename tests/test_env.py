@@ -58,6 +58,25 @@ def test_sync_vector_env_of_single_envs_matches_next_step(task, steps):
     sync.close()
 
 
+def test_next_step_restarts_are_not_stepped_and_score_nothing():
+    """NEXT_STEP: the step that resets an env steps only the others (the engine is asked for
+    their ids alone), and the reset env's reward and every reward term are 0."""
+    env = unienv.make("hopper", num_envs=3, seed=0, autoreset_mode="next_step", max_episode_steps=5)
+    env.reset()
+    stepped = []
+    step = env.backend.step_unchecked
+    env.backend.step_unchecked = lambda ctrl, n, ids=None: (stepped.append(ids), step(ctrl, n, ids))
+    actions = torch.full((3, 3), 0.5)
+    env.step(actions)
+    env.episode_length[0] = 4
+    _, _, _, truncated, _ = env.step(actions)
+    assert truncated.tolist() == [True, False, False] and stepped == [None, None]
+    _, reward, _, truncated, info = env.step(actions)
+    assert stepped[-1].tolist() == [1, 2] and not truncated.any()
+    assert reward[0] == 0 and all(t[0] == 0 and t[1] != 0 for t in info["reward_terms"].values())
+    env.close()
+
+
 def test_same_seed_same_trajectory_bit_for_bit():
     def trajectory(seed):
         env = unienv.make("ant", num_envs=4)

@@ -42,6 +42,27 @@ def test_trajectory_is_bit_identical_to_raw_mujoco_batch():
     np.testing.assert_array_equal(backend.get_mj_field("cfrc_ext")[0].numpy(), data.cfrc_ext)
 
 
+def test_stepping_some_envs_holds_the_others_and_steps_those_as_a_full_step():
+    """step_unchecked(env_ids=...), the env's NEXT_STEP restarts: rows outside the ids stay
+    bit-identical, rows inside them move as a step of every env moves them."""
+    scene, n = os.path.join(GYM_ASSETS, "hopper.xml"), 4
+    some, every = (create("mujoco", scene, n, 0.002, nthread=2) for _ in range(2))
+    rng = np.random.default_rng(1)
+    qpos = torch.from_numpy(some.info.qpos0 + rng.uniform(-0.1, 0.1, (n, some.nq)))
+    qvel = torch.from_numpy(rng.uniform(-0.1, 0.1, (n, some.nv)))
+    for b in (some, every):
+        b.set_state_tensor(torch.arange(n), qpos, qvel)
+    ctrl = torch.from_numpy(rng.uniform(-1, 1, (n, some.nu)))
+    before = some.get_physics_state().clone()
+    some.step_unchecked(ctrl, 4, torch.tensor([1, 3]))
+    every.step_unchecked(ctrl, 4)
+    after, full = some.get_physics_state(), every.get_physics_state()
+    assert torch.equal(after[[0, 2]], before[[0, 2]])
+    assert torch.equal(after[[1, 3]], full[[1, 3]]) and not torch.equal(after[1], before[1])
+    some.step_unchecked(ctrl, 4, torch.tensor([], dtype=torch.int64))  # nothing to step
+    assert torch.equal(some.get_physics_state(), after)
+
+
 def test_an_env_that_diverges_again_after_its_reset_is_flagged_again():
     """MuJoCo clears a row's warning counters when the row is reset: a blow-up of the same env
     in the very next step must still be flagged (it was compared with the stale count)."""

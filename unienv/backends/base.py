@@ -242,13 +242,21 @@ class SimBackend(Randomization, Features, abc.ABC):
         ctrl = checks.checked_rows(ctrl, "ctrl", self.num_envs, self.nu, self._dtype, self.device)
         self._step(self._inputs.ctrl(ctrl), checks.checked_nsteps(nsteps))
 
-    def step_unchecked(self, ctrl: torch.Tensor, nsteps: int) -> None:
+    def step_unchecked(self, ctrl: torch.Tensor, nsteps: int, env_ids: torch.Tensor | None = None) -> None:
         """step_tensor without its argument checks, for a caller that made its arguments
         itself: ctrl a finite (num_envs, nu) tensor in the backend's dtype on its device,
         nsteps a positive int. The env's fast path on the CPU engine, where those checks
-        cost as much as a small model's physics; a wrong argument is undefined behaviour."""
+        cost as much as a small model's physics; a wrong argument is undefined behaviour.
+
+        env_ids (a sorted int64 tensor of distinct ids, or None: every env): the envs that need
+        the physics. An engine that can step a subset holds the others still; their derived
+        quantities are then undefined until the caller writes their state, which it must
+        (NEXT_STEP's resets: the env steps only the envs it does not restart)."""
         self._ready()
-        self._step(ctrl, nsteps)
+        if env_ids is None:
+            self._step(ctrl, nsteps)
+        else:
+            self._step_rows(ctrl, nsteps, env_ids)
 
     def set_state_unchecked(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """set_state_tensor without its argument checks, for a caller that made its
@@ -373,6 +381,11 @@ class SimBackend(Randomization, Features, abc.ABC):
 
     @abc.abstractmethod
     def _step(self, ctrl: torch.Tensor, nsteps: int) -> None: ...
+
+    def _step_rows(self, ctrl: torch.Tensor, nsteps: int, ids: torch.Tensor) -> None:
+        """Step at least the envs `ids`; an engine that steps every world in one launch (on a
+        device, masking worlds costs more than stepping them) steps them all."""
+        self._step(ctrl, nsteps)
 
     @abc.abstractmethod
     def _state_views(self) -> Mapping[str, torch.Tensor]: ...

@@ -222,7 +222,10 @@ class MujocoBackend(SimBackend):
 
     # ---- hot path -----------------------------------------------------------
 
-    def _step(self, ctrl: torch.Tensor, nsteps: int) -> None:
+    def _step_rows(self, ctrl: torch.Tensor, nsteps: int, ids: torch.Tensor) -> None:
+        self._step(ctrl, nsteps, ids.numpy())  # Batch.step over those simulations alone
+
+    def _step(self, ctrl: torch.Tensor, nsteps: int, rows: np.ndarray | None = None) -> None:
         self._ctrl[:] = ctrl.detach().numpy()
         # derived quantities at the new state inside the step, if the caller reads them; not
         # with a wrench on, which cfrc_ext would include (it is cleared below)
@@ -233,27 +236,27 @@ class MujocoBackend(SimBackend):
         # last substep with sensors on, measured at the same states); else in the last substep
         # once contact forces are read
         if self._disableflags is None:
-            self._batch.step(nstep=nsteps, stage=min(stage, _ACC))
+            self._batch.step(rows, nstep=nsteps, stage=min(stage, _ACC))
         elif stage == _SENSED:
             self._sensors(False)
-            self._batch.step(nstep=nsteps)
-            self._forward(stage=_SENSED)
+            self._batch.step(rows, nstep=nsteps)
+            self._forward(rows, stage=_SENSED)
         elif stage == _ACC:  # MuJoCo fields without sensors: mj_forward in the same batch call
             self._sensors(False)
-            self._batch.step(nstep=nsteps, stage=_ACC)
+            self._batch.step(rows, nstep=nsteps, stage=_ACC)
         elif self._contacts_read and not self._user_sensors:
             # the hidden sensor alone costs less in every substep than a second batch call and
             # two flag writes (docs/performance.md)
             self._sensors(True)
-            self._batch.step(nstep=nsteps, stage=stage)
+            self._batch.step(rows, nstep=nsteps, stage=stage)
         else:
             silent = nsteps - self._contacts_read
             if silent:
                 self._sensors(False)
-                self._batch.step(nstep=silent, stage=_NONE if self._contacts_read else stage)
+                self._batch.step(rows, nstep=silent, stage=_NONE if self._contacts_read else stage)
             if self._contacts_read:
                 self._sensors(True)
-                self._batch.step(nstep=1, stage=stage)
+                self._batch.step(rows, nstep=1, stage=stage)
         self._fresh, self._wanted = stage, _NONE
         if self._any_stale:
             self._stale[:] = False
@@ -445,15 +448,19 @@ class MujocoBackend(SimBackend):
 # ---- the engine alone, for unienv.bench ----------------------------------------
 
 
-def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
+def raw_loop(backend, decimation: int, replay: Any, restarts_step: bool = True) -> Callable[[], tuple]:
     """mujoco.batch alone, the loop this backend wraps, for `unienv.bench`: each call writes the
     restarted envs' states (after resetting them, as `_set_state` does) and the controls of
-    `replay` (`unienv.bench.Replay`), steps `decimation` times, and returns the qpos and qvel it read."""
+    `replay` (`unienv.bench.Replay`), steps `decimation` times, and returns the qpos and qvel it read.
+    restarts_step=False steps only the envs that did not restart (a reset step without physics,
+    as NEXT_STEP's and EnvPool's)."""
     model = load_mjmodel(backend.scene, backend.dt)
     batch = mjbatch.Batch(model, nsim=backend.num_envs, nthread=backend.nthread)
     ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
     writes, controls = replay.numpy()
     by_row = backend._reset_by_row  # whether zeroing a state row resets that sim, as the backend does
+    everyone = np.arange(backend.num_envs)
+    stepped = [None if restarts_step or w is None else np.setdiff1d(everyone, w[0]) for w in writes]
 
     def step() -> tuple:
         i = replay.next()
@@ -465,7 +472,7 @@ def raw_loop(backend, decimation: int, replay: Any) -> Callable[[], tuple]:
                 batch.reset(rows, stage=0)
             qpos[rows], qvel[rows] = q, v
         ctrl[:] = controls[i]
-        batch.step(nstep=decimation)
+        batch.step(stepped[i], nstep=decimation)
         return qpos.copy(), qvel.copy()
 
     return step

@@ -56,7 +56,7 @@ import yaml
 import unienv
 from unienv import backends
 from unienv.bench import peers as bench_peers
-from unienv.bench.peers import PEER_TASKS
+from unienv.bench.peers import DMC_PEER_TASKS, PEER_TASKS
 from unienv.bench.replay import REPLAY_STEPS, Replay
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.tasks import TASKS, option_defaults
@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         "--task",
         nargs="+",
         default=None,
-        help="task names, or `all` (every task the backend runs); default ant, with --peers all 8 v5 tasks",
+        help="task names, or `all` (every task the backend runs); default ant, with --peers all 8 v5 tasks "
+        "and 3 DeepMind Control tasks",
     )
     parser.add_argument(
         "--peers",
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     parser.add_argument("--json", metavar="PATH", help="also write every row to PATH as JSON")
     args = parser.parse_args(argv)
-    everything = list(PEER_TASKS) if args.peers else list(TASKS)
+    dmc_peers = [t for t in DMC_PEER_TASKS if t in TASKS]  # where dm-control is installed
+    everything = [*PEER_TASKS, *dmc_peers] if args.peers else list(TASKS)
     if args.task in (None, ["all"]):
         tasks = everything if args.peers or args.task else ["ant"]
     else:

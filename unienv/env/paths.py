@@ -13,7 +13,7 @@ it whose answer depends on where the state lives goes to its `Path`:
   actions      `as_actions` (to the task's namespace and dtype) and `checked_actions`:
                refused at once (host), or zeroed, flagged in info and raised at the
                next reset (device: no host read)
-  engine       `physics_step`, `write_state`, `write_memory`, `write_mocap`
+  engine       `physics_step` (the host skips NEXT_STEP's restarts), `write_state`, `write_memory`, `write_mocap`
   clock        `now()`: perf_counter on the host; on the device a copy made at the
                step's start, which a captured step reads anew at each replay
   stepping     `run(step, actions)`: the step's outputs as torch tensors; the device
@@ -192,9 +192,11 @@ class HostNumpyPath(HostPath):
             actions = actions.to(self.dtype)
         return actions.numpy(force=True).astype(self.np_dtype, copy=False)
 
-    def physics_step(self, ctrl: np.ndarray) -> None:
+    def physics_step(self, ctrl: np.ndarray, held: np.ndarray) -> None:
+        """Step every env but the `held` ones (NEXT_STEP's restarts, whose step is a reset)."""
         check_task_output(self.task, "action_to_ctrl", "ctrl", ctrl, (self.num_envs, self.backend.nu))
-        self.backend.step_unchecked(torch.from_numpy(ctrl), self.decimation)
+        ids = torch.from_numpy(np.flatnonzero(~held)) if np.count_nonzero(held) else None
+        self.backend.step_unchecked(torch.from_numpy(ctrl), self.decimation, ids)
 
     def write_state(self, selection: Selection, qpos: np.ndarray, qvel: np.ndarray) -> None:
         n = len(selection.env_ids)
@@ -233,7 +235,10 @@ class TorchArrays:
             actions = torch.from_numpy(np.ascontiguousarray(actions, dtype=self.np_dtype))
         return actions.to(self.device, self.dtype)
 
-    def physics_step(self, ctrl: torch.Tensor) -> None:
+    def physics_step(self, ctrl: torch.Tensor, held: torch.Tensor) -> None:
+        """Step every env, the `held` ones too: on a device every world steps in one launch
+        (masking them would cost more than stepping them, and selecting ids would read the
+        mask on the host); a torch task on the CPU takes the contract's checked call."""
         self.backend.step_tensor(ctrl, self.decimation)
 
 

@@ -13,7 +13,8 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
                        is in info["final_obs"] (rows where info["_final_obs"])
                        and episode stats in info["final_info"]["episode_stats"].
   NEXT_STEP            the step after a done step resets those envs instead of
-                       stepping them (reward 0, not done); stats in info["episode_stats"].
+                       stepping them (reward and its terms 0, not done); stats in
+                       info["episode_stats"].
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
 
 Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
@@ -293,7 +294,8 @@ class UniEnv(VectorEnv):
         path, task, xp, before, memory = self._path, self.task, self._xp, self._reading, self._memory
         self._midway = self.dr is not None  # DR's timers and latency ring move first
         applied = actions if self.dr is None else path.array(self.dr.actions(path.tensor(actions)))
-        path.physics_step(task.action_to_ctrl(applied))  # a bad ctrl is refused before it is written
+        # a bad ctrl is refused before it is written; NEXT_STEP's restarts need no physics
+        path.physics_step(task.action_to_ctrl(applied), self._pending_reset)
         self._midway = True
         reading = task.read(self.backend)
         reward, terms = task.reward(reading, before, actions, memory)
@@ -331,6 +333,7 @@ class UniEnv(VectorEnv):
         if self._path.any(pending):
             obs = self._reset_envs(pending, obs)
             reward = xp.where(pending, 0.0, reward)
+            info["reward_terms"] = {k: xp.where(pending, 0.0, v) for k, v in info["reward_terms"].items()}
             terminated, truncated = terminated & ~pending, truncated & ~pending
         done = terminated | truncated
         self._episode_info(done, info)
