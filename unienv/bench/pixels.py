@@ -12,7 +12,7 @@ For each num_envs it times, interleaved in rounds (the best round of each counts
 and prints pixel env-steps/s (agent steps: one action, its repeats and one observation),
 unienv/dm_control, and the render's share of unienv's step (the time its steps spent in the
 camera's renderer calls, over all its calls). `--memory` also measures the
-resident memory that each env adds (N = 8 and 8 + 256 envs, after 20 steps) beside the
+resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside the
 bytes its stack of frames holds. dm_control is driven on MuJoCo 4 through the test suite's
 shim (its index names struct fields MuJoCo 4 removed).
 """
@@ -36,7 +36,11 @@ SIZE, FRAMES, REPEAT = 84, 3, 2  # DrQ-v2's
 
 
 def dm_control_suite():
-    """dm_control.suite, loadable on MuJoCo 4 (its index names 9 fields MuJoCo 4 removed)."""
+    """dm_control.suite, loadable on MuJoCo 4 (its index names 9 fields MuJoCo 4 removed),
+    rendering headless: dm_control picks its GL platform from MUJOCO_GL when it is imported,
+    and where that is unset with no display it would take GLFW, which needs one."""
+    if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY"):
+        os.environ["MUJOCO_GL"] = "egl"  # for dm_control's import alone: unienv's pool chose already
     from dm_control.mujoco.index import sizes
 
     gone = {
@@ -123,15 +127,15 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def memory_per_env(task: str, base: int = 8, more: int = 256) -> dict[str, float]:
-    """Resident bytes each env adds to a pixel env (after 20 steps), and its frames' bytes."""
+def memory_per_env(task: str, base: int = 4, more: int = 64) -> dict[str, float]:
+    """Resident bytes each env adds to a pixel env (after 5 steps), and its frames' bytes."""
     sizes = {}
     for n in (base, base + more):
         gc.collect()
         before = _rss()
         env = unienv.make(task, obs="pixels", num_envs=n, seed=0)
         env.reset(seed=0)
-        for _ in range(20):
+        for _ in range(5):
             obs = env.step(torch.zeros(env.action_space.shape))[0]
         sizes[n] = _rss() - before
         del obs
