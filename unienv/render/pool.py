@@ -76,7 +76,9 @@ def _gl_context(model: mujoco.MjModel, width: int, height: int):
         ) from error
 
 
-_GL_LIMIT = [16384]  # replaced by the GL implementation's own limit at the first context
+# the largest image side: 16384 (Mesa's llvmpipe's, and the most a GL implementation unienv
+# knows takes) until the first context reads its implementation's own GL_MAX_RENDERBUFFER_SIZE
+_GL_LIMIT = [16384]
 
 
 @dataclass(frozen=True)
@@ -229,10 +231,10 @@ class RenderPool:
         try:
             for _ in range(threads):
                 self._workers.append(_Worker(model, width, height, maxgeom))
+            check_size(width, height)  # against the GL implementation's own limit, now known
         except BaseException:
             self.close()
             raise
-        check_size(width, height)  # against the GL implementation's own limit, now known
 
     @property
     def threads(self) -> int:
