@@ -90,6 +90,8 @@ MARKED = {  # tasks whose targets dm_control draws by editing its model: (domain
     "dmc_reacher_hard": ("reacher", "hard", lambda p: p.named.model.geom_pos["target"][:2]),
     "dmc_finger_turn_easy": ("finger", "turn_easy", lambda p: p.named.model.site_pos["target"][[0, 2]]),
     "dmc_finger_spin": ("finger", "spin", None),
+    "dmc_fish_swim": ("fish", "swim", lambda p: p.named.model.geom_pos["target"]),
+    "dmc_swimmer_swimmer6": ("swimmer", "swimmer6", lambda p: [*p.named.model.geom_pos["target"][:2], 0.05]),
 }
 
 

@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.errors import ArgumentError, CapabilityError, unknown_name
+from unienv.errors import ArgumentError, unknown_name
 from unienv.sensors import Camera, CameraSensor
 
 OBS = ("state", "pixels", "pixels+state")
@@ -84,10 +84,6 @@ def observer(obs: str, options, backend, task):
         if options is not None:
             raise ArgumentError('pixels: options for camera frames need obs="pixels" or "pixels+state"')
         return StateObservation()
-    if task.pixels_unlike_state:
-        raise CapabilityError(
-            f"obs={obs!r}: {task.name} cannot be observed from pixels: {task.pixels_unlike_state}"
-        )
     return PixelObservation(obs, options, backend, task)
 
 
