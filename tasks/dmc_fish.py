@@ -82,3 +82,7 @@ class FishSwim(DMCTask):
             (3,), self.array([-0.4, -0.4, 0.1]), self.array([0.4, 0.4, 0.3]), dtype=self.dtype
         )
         return {"target": target}
+
+    def scene_marks(self, memory):
+        """Camera images draw each env's target where its memory has it."""
+        return {"geom_pos": {"target": memory["target"]}}

@@ -51,6 +51,14 @@ class ReacherEasy(DMCTask):
         radius = rng.uniform((1,), 0.05, 0.2, dtype=self.dtype)
         return {"target": self.xp.concat((radius * self.xp.sin(angle), radius * self.xp.cos(angle)), 1)}
 
+    def scene_marks(self, memory):
+        """Camera images draw each env's target, at dm_control's size for the task."""
+        target = memory["target"]
+        return {
+            "geom_pos": {"target": target},
+            "geom_size": {"target": target[:, :1] * 0.0 + self.target_size},
+        }
+
 
 class ReacherHard(ReacherEasy):
     name = "dmc_reacher_hard"

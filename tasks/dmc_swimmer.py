@@ -93,3 +93,8 @@ class SwimmerSwimmer6(DMCTask):
         box = xp.where(close, self.array(0.3), self.array(2.0))
         xy = box * rng.uniform((2,), -1.0, 1.0, dtype=self.dtype)
         return {"target": xp.concat((xy, xp.zeros((len(xy), 1), self.dtype) + 0.05), 1)}
+
+    def scene_marks(self, memory):
+        """Camera images draw each env's target, and the light dm_control moves with it, at its x, y."""
+        xy = memory["target"][:, :2]
+        return {"geom_pos": {"target": xy}, "light_pos": {"target_light": xy}}

@@ -249,6 +249,13 @@ class Task(abc.ABC):
         backend. None (the default) leaves them where the scene puts them."""
         return None
 
+    def scene_marks(self, memory: Reading) -> dict[str, dict[str, Any]]:
+        """What camera images draw per env that the scene file does not say: a target marker
+        kept in the memory, where dm_control edits its one model. {model field: {element name:
+        (N, k) values of its first k entries}}, e.g. {"geom_pos": {"target": xy}}; the renderer
+        writes them into its own copy of the model before drawing each env. {} by default."""
+        return {}
+
 
 def total(terms: dict[str, torch.Tensor]) -> torch.Tensor:
     """The sum of reward terms (no extra op for a single term)."""
