@@ -25,6 +25,10 @@ class NeedsResetError(UnienvError, RuntimeError):
     """An env whose last step raised midway: its envs' states and counters disagree until reset()."""
 
 
+class GLUnavailableError(UnienvError, RuntimeError):
+    """No OpenGL context could be created for offscreen rendering (MUJOCO_GL, the driver)."""
+
+
 class ArgumentError(UnienvError, ValueError):
     """A value of the wrong shape, dtype or range."""
 

@@ -12,8 +12,11 @@ from gymnasium.vector import AutoresetMode
 from unienv import backends
 from unienv import dr as domain_randomization
 from unienv.env import SingleEnv, UniEnv
+from unienv.env.pixels import checked_obs
 from unienv.errors import unknown_name
-from unienv.tasks import TASKS, checked_options, gym_id, task_class
+from unienv.tasks import DMC_TASKS, TASKS, checked_options, gym_id, task_class
+
+DRQV2_ACTION_REPEAT = 2  # DrQ-v2's action repeat, make's default where obs has pixels
 
 
 def make(
@@ -26,6 +29,7 @@ def make(
     autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
     task_options: Mapping[str, Any] | None = None,
     backend_options: Mapping[str, Any] | None = None,
+    obs: str = "state",
     **env_options: Any,
 ) -> UniEnv:
     """A vector env of `task` on `backend`; `seed` seeds the first reset.
@@ -36,8 +40,13 @@ def make(
     dr is a domain-randomization config: a preset's name ("none", "default",
     "strong": cfg/dr/<name>.yaml, as Hydra's dr=<name>), a mapping or an OmegaConf
     DictConfig (e.g. Hydra's cfg.dr); see unienv.dr. It is checked before the backend is built.
+    obs="pixels" (or "pixels+state") observes camera frames at DrQ-v2's settings (84 x 84,
+    camera 0, 3 frames, action_repeat=2), each an option: pixels={"width": 64, "frame_stack": 4},
+    action_repeat=1 (see unienv.env.pixels).
     """
     check_keywords(env_options)
+    if checked_obs(obs) != "state":  # DrQ-v2's action repeat by default
+        env_options.setdefault("action_repeat", DRQV2_ACTION_REPEAT)
     dr_terms = domain_randomization.parse(dr)
     the_task = task_class(task)(**checked_options(task, dict(task_options or {})))
     options = dict(backend_options or {})
@@ -46,7 +55,9 @@ def make(
         options["randomize"] = tuple(dict.fromkeys(randomize))
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **options)
     try:
-        return UniEnv(the_task, sim, autoreset_mode=autoreset_mode, dr=dr_terms, seed=seed, **env_options)
+        return UniEnv(
+            the_task, sim, autoreset_mode=autoreset_mode, dr=dr_terms, seed=seed, obs=obs, **env_options
+        )
     except BaseException:  # a refused env option or DR term: the engine built for it is released
         sim.close()
         raise
@@ -76,7 +87,8 @@ def make_single(task: str, **kwargs: Any) -> SingleEnv:
 
 def register_envs() -> None:
     """Register every task as unienv/<Task>-v0 (idempotent), with the spec fields of its
-    default options: max_episode_steps and reward_threshold (those of v5 on the parity tasks)."""
+    default options: max_episode_steps and reward_threshold (those of v5 on the parity tasks);
+    each DeepMind Control Suite task also as unienv/DMC-<Task>-pixels-v0, from pixels."""
     for name in TASKS:
         env_id = gym_id(name)
         if env_id not in gym.registry:
@@ -90,5 +102,16 @@ def register_envs() -> None:
                 kwargs={"task": name, "max_episode_steps": None},
                 max_episode_steps=task.max_episode_steps,
                 reward_threshold=task.reward_threshold,
+                disable_env_checker=True,
+            )
+        pixels_id = env_id.removesuffix("-v0") + "-pixels-v0"
+        if name in DMC_TASKS and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
+            task = task_class(name)()
+            gym.register(
+                id=pixels_id,
+                entry_point="unienv.make:make_single",
+                vector_entry_point="unienv.make:make_vector",
+                kwargs={"task": name, "max_episode_steps": None, "obs": "pixels"},
+                max_episode_steps=-(-task.max_episode_steps // DRQV2_ACTION_REPEAT),
                 disable_env_checker=True,
             )

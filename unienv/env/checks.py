@@ -180,3 +180,13 @@ def check_task_output(task: Any, method: str, name: str, x: np.ndarray, shape: t
         raise ArgumentError(f"{name}: {source} gave shape {x.shape}, expected {shape}")
     if not np.isfinite(x).all():
         raise ArgumentError(f"{name}: {source} gave NaN or inf")
+
+
+def checked_repeat(repeat: Any, steps: Any, task: Any) -> tuple[int, int]:
+    """(max_episode_steps, action_repeat): the repeat a positive int; an episode length not
+    given is the task's divided by the repeat, rounded up (the same simulated time)."""
+    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)) or repeat < 1:
+        raise ArgumentError(f"action_repeat: expected a positive int, got {repeat!r}")
+    if steps is None:
+        return -(-checked_max_episode_steps(None, task) // int(repeat)), int(repeat)
+    return checked_max_episode_steps(steps, task), int(repeat)

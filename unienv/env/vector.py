@@ -48,7 +48,7 @@ graph (`cuda_graph=`, where `Capabilities.cuda_graph`; `unienv.env.graph`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -63,13 +63,14 @@ from unienv.env.checks import (
     check_frame_memory,
     check_options,
     checked_autoreset_mode,
-    checked_max_episode_steps,
     checked_render_env_ids,
     checked_render_size,
+    checked_repeat,
     checked_reset_mask,
     checked_seed,
 )
 from unienv.env.paths import choose_path, graph_wanted
+from unienv.env.pixels import PixelOptions, observer, repeated
 from unienv.errors import ArgumentError, BackendClosedError, NeedsResetError
 from unienv.task import Task
 from unienv.tasks import require
@@ -95,6 +96,9 @@ class UniEnv(VectorEnv):
         dr: Any = None,
         seed: int | None = None,
         cuda_graph: bool | None = None,
+        obs: str = "state",
+        pixels: PixelOptions | Mapping[str, Any] | None = None,
+        action_repeat: int = 1,
     ):
         """dr: a DR config (mapping or DictConfig, see unienv.dr) or None; seed
         seeds the first reset and the DR streams (startup terms draw from it);
@@ -104,9 +108,10 @@ class UniEnv(VectorEnv):
         ctrlrange does to the physics anyway; the reward then sees the clipped action) or
         "raise" (at once on mujoco; on mjwarp and genesis, which read nothing back in a step,
         clipped in the step and raised at the next reset()); render_env_ids: the envs render()
-        draws (default every env, one frame each, as Gymnasium's vector RecordVideo expects)."""
+        draws (default every env, one frame each, as Gymnasium's vector RecordVideo expects);
+        obs, pixels, action_repeat: camera frames and repeated actions (unienv.env.pixels)."""
         autoreset_mode = checked_autoreset_mode(autoreset_mode)
-        max_episode_steps = checked_max_episode_steps(max_episode_steps, task)
+        max_episode_steps, action_repeat = checked_repeat(action_repeat, max_episode_steps, task)
         check_options(render_mode, cuda_graph, nonfinite_actions, out_of_bounds_actions)
         render_size = checked_render_size(render_size)
         self.render_env_ids = checked_render_env_ids(render_env_ids, backend.num_envs)
@@ -123,10 +128,15 @@ class UniEnv(VectorEnv):
         self.render_size = render_size
         self.nonfinite_actions = nonfinite_actions
         self.out_of_bounds_actions = out_of_bounds_actions
+        self.action_repeat = action_repeat
         self.single_action_space = task.single_action_space
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, n)
         self.observation_space = batch_space(self.single_observation_space, n)
+        self._observer = observer(obs, pixels, backend, task.single_observation_space)
+        if self._observer.single_observation_space is not None:  # camera frames
+            self.single_observation_space = self._observer.single_observation_space
+            self.observation_space = batch_space(self.single_observation_space, n)
         self.metadata = {
             "autoreset_mode": autoreset_mode,
             "render_modes": ["rgb_array"],
@@ -161,7 +171,7 @@ class UniEnv(VectorEnv):
         self._start = xp.zeros(n, xp.float64)  # perf_counter at the episode's start
         self._pending_reset = xp.zeros(n, xp.bool)  # NEXT_STEP
         self._everyone = ~xp.zeros(n, xp.bool)
-        self._obs_dtype = getattr(xp, np.dtype(self.single_observation_space.dtype).name)
+        self._obs_dtype = getattr(xp, np.dtype(task.single_observation_space.dtype).name)
         self._memory: dict[str, Any] = {}
         self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
         self._midway = False  # a step is between its first write and its end (an exception left it)
@@ -201,7 +211,7 @@ class UniEnv(VectorEnv):
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
         self._midway = False
-        return self._path.tensor(obs), {}
+        return self._observer.observation(self._path.tensor(obs)), {}
 
     def _reset_envs(self, mask, obs):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
@@ -224,6 +234,7 @@ class UniEnv(VectorEnv):
         pose = task.mocap_pose(self._memory) if self._mocap else None
         if pose is not None:  # the task's mocap bodies, where the backend moves them per env
             path.write_mocap(selection, pose)
+        self._observer.after_reset(mask)
         path.clear(self._return, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
@@ -246,7 +257,8 @@ class UniEnv(VectorEnv):
         next step's reward then differences against that state.
         """
         self._reading = self._path.keep(self._reading, self.task.read(self.backend))
-        return self._path.tensor(self._finish_obs(self.task.observe(self._reading, self._memory), None))
+        obs = self._finish_obs(self.task.observe(self._reading, self._memory), None)
+        return self._observer.observation(self._path.tensor(obs))
 
     def dr_params(self) -> dict[str, torch.Tensor]:
         """Each DR term's current per-env values, (num_envs, E); {} without DR."""
@@ -260,12 +272,12 @@ class UniEnv(VectorEnv):
         A step that raises after it began to write (an exception in the task's or the engine's
         code) leaves the physics, DR timers and episode counters out of step with each other:
         the env then refuses to step (NeedsResetError) until a reset() of every env."""
-        return self._path.run(self._step, self._checked_actions(actions))
+        return self._observer.outputs(*self._path.run(self._step, self._checked_actions(actions)))
 
     def _step_arrays(self, actions):
         """step, with outputs in the task's namespace (NumPy arrays on the CPU engine with a
         NumPy task, which the single env returns as they are: no conversion there and back)."""
-        return self._path.run_arrays(self._step, self._checked_actions(actions))
+        return self._observer.outputs(*self._path.run_arrays(self._step, self._checked_actions(actions)))
 
     def _checked_actions(self, actions):
         """What every step checks first: the env open and reset, the actions' type and shape."""
@@ -293,13 +305,18 @@ class UniEnv(VectorEnv):
         path, task, xp, before, memory = self._path, self.task, self._xp, self._reading, self._memory
         self._midway = self.dr is not None  # DR's timers and latency ring move first
         applied = actions if self.dr is None else path.array(self.dr.actions(path.tensor(actions)))
-        path.physics_step(task.action_to_ctrl(applied))  # a bad ctrl is refused before it is written
-        self._midway = True
-        reading = task.read(self.backend)
-        reward, terms = task.reward(reading, before, actions, memory)
-        terminated = task.terminated(reading, memory)
-        self._memory = path.keep(self._memory, task.remember(reading, actions, memory))
-        self._reading = path.keep(self._reading, reading)
+        ctrl = task.action_to_ctrl(applied)
+        outcome = None
+        for _ in range(self.action_repeat):  # rewards summed until an env terminates
+            path.physics_step(ctrl)  # a bad ctrl is refused before it is written
+            self._midway = True
+            reading = task.read(self.backend)
+            now = (*task.reward(reading, before, actions, memory), task.terminated(reading, memory))
+            outcome = now if outcome is None else repeated(xp, *outcome, *now)
+            self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
+            self._reading = before = path.keep(self._reading, reading)
+        reward, terms, terminated = outcome
+        self._observer.after_step()
         self._length += 1
         truncated = self._length >= self.max_episode_steps
         obs = self._finish_obs(task.observe(reading, self._memory), None)
@@ -369,15 +386,14 @@ class UniEnv(VectorEnv):
             self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
         qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
         pose = self.task.mocap_pose(self._memory) if self._memory else None
-        if pose is None:
-            return tuple(self._renderer.render(q) for q in qpos)
-        pos, quat = (to_numpy(x[self.render_env_ids]) for x in pose)
-        return tuple(self._renderer.render(q, p, r) for q, p, r in zip(qpos, pos, quat, strict=True))
+        pose = (None, None) if pose is None else (to_numpy(x[self.render_env_ids]) for x in pose)
+        return tuple(self._renderer.render_rows(qpos, *pose))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        self._observer.close()
         self.backend.close()
 
 

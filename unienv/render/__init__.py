@@ -5,9 +5,14 @@ order, which every backend reports; so videos look the same whatever engine
 produced the state, and no engine needs a renderer of its own. Headless
 machines use EGL (or OSMesa, with MUJOCO_GL=osmesa): MuJoCo picks its
 platform from MUJOCO_GL when it is imported, and where that gave GLFW (the
-variable unset) on a machine without a display, this module hands the renderer
-EGL's context instead, before its first renderer (`_headless_gl`). The choice
-is this module's alone: nothing else in unienv sets MUJOCO_GL.
+variable unset) on a machine without a display, the renderer gets EGL's context
+instead (`pool.headless_gl`). The choice is this package's alone: nothing else in
+unienv sets MUJOCO_GL.
+
+Videos and camera observations (`unienv.sensors`) draw through one path,
+`pool.RenderPool`: worker threads that each own a GL context and draw rows of qpos.
+Videos draw in unienv's look below; camera observations draw the scene as written
+(MuJoCo's and dm_control's look), so that they equal dm_control's pixels.
 
 Every scene is rendered in one look (`dressed_model`): a gradient sky, a
 checkered floor that shows motion, a bright headlight. The look is applied
@@ -34,22 +39,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-
-def _headless_gl() -> None:
-    """Use EGL if MuJoCo chose GLFW but there is no display.
-
-    MuJoCo picks its OpenGL platform when it is first imported (MUJOCO_GL); a
-    program that imported mujoco before unienv on a headless machine got GLFW,
-    which needs a display, and its renderer would fail.
-    """
-    from mujoco.rendering.classic import gl_context
-
-    if os.environ.get("DISPLAY") or "glfw" not in getattr(gl_context.GLContext, "__module__", ""):
-        return
-    from mujoco import egl
-
-    gl_context.GLContext = egl.GLContext
-
+from unienv.render.pool import RenderPool, View
 
 SKY = {"rgb1": (0.3, 0.5, 0.7), "rgb2": (0.0, 0.0, 0.0)}  # a gradient from blue at the zenith
 FLOOR = {"rgb1": (0.25, 0.35, 0.45), "rgb2": (0.15, 0.25, 0.35), "markrgb": (0.8, 0.8, 0.8)}  # edged checker
@@ -152,37 +142,40 @@ class Renderer:
         model: mujoco.MjModel | None = None,
     ):
         """model: the scene's model to draw; by default dressed_model(scene)."""
-        _headless_gl()
         self.model = dressed_model(scene) if model is None else model
-        self.model.vis.global_.offwidth = max(width, self.model.vis.global_.offwidth)
-        self.model.vis.global_.offheight = max(height, self.model.vis.global_.offheight)
-        self.data = mujoco.MjData(self.model)
-        self._renderer = mujoco.Renderer(self.model, height, width)
         camera = dict(camera or {})
-        self._camera = mujoco.MjvCamera()
-        self._camera.distance = camera.get("distance", 4.0)
-        self._camera.azimuth = camera.get("azimuth", 90.0)
-        self._camera.elevation = camera.get("elevation", -20.0)
-        self._camera.lookat[:] = camera.get("lookat", (0.0, 0.0, 0.5))
         track = camera.get("track_body")
-        self._track = None if track is None else self.model.body(track).id
+        self.view = View(
+            lookat=tuple(camera.get("lookat", (0.0, 0.0, 0.5))),
+            distance=camera.get("distance", 4.0),
+            azimuth=camera.get("azimuth", 90.0),
+            elevation=camera.get("elevation", -20.0),
+            track_body=-1 if track is None else self.model.body(track).id,
+        )
+        self.pool = RenderPool(self.model, width, height)
+
+    def render_rows(
+        self, qpos: np.ndarray, mocap_pos: np.ndarray | None = None, mocap_quat: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(k, H, W, 3) frames of the scene at qpos rows (k, nq), in one call of the pool, with
+        the mocap bodies at (k, nmocap, 3) and (k, nmocap, 4) wxyz poses where given."""
+        qpos = np.asarray(qpos, np.float64).reshape(-1, self.model.nq)
+        frames = np.empty((len(qpos), self.pool.height, self.pool.width, 3), np.uint8)
+        mocap = None if mocap_pos is None else (np.asarray(mocap_pos), np.asarray(mocap_quat))
+        self.pool.render(qpos, [self.view], {"rgb": frames}, mocap)
+        return frames
 
     def render(
         self, qpos: np.ndarray, mocap_pos: np.ndarray | None = None, mocap_quat: np.ndarray | None = None
     ) -> np.ndarray:
         """A frame of the scene at qpos, with its mocap bodies at (nmocap, 3) and (nmocap, 4) wxyz
         poses where given."""
-        self.data.qpos[:] = qpos
-        if mocap_pos is not None:
-            self.data.mocap_pos[:], self.data.mocap_quat[:] = mocap_pos, mocap_quat
-        mujoco.mj_kinematics(self.model, self.data)
-        if self._track is not None:
-            self._camera.lookat[:] = self.data.xpos[self._track]
-        self._renderer.update_scene(self.data, camera=self._camera)
-        return self._renderer.render().copy()
+        if mocap_pos is None:
+            return self.render_rows(qpos[None])[0]
+        return self.render_rows(qpos[None], mocap_pos[None], mocap_quat[None])[0]
 
     def close(self) -> None:
-        self._renderer.close()
+        self.pool.close()
 
 
 def tile(frames: Iterable[np.ndarray], columns: int | None = None) -> np.ndarray:

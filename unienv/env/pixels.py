@@ -1,0 +1,178 @@
+"""Pixel observations: a camera's images of every env, stacked over the last frames.
+
+`UniEnv(..., obs="pixels", pixels=PixelOptions(...))` observes through `PixelObservation`
+instead of (or beside, `obs="pixels+state"`) the task's state vector. Defaults are
+DrQ-v2's: 84 x 84 RGB from the scene's camera 0, the last 3 frames (and, set by
+`unienv.make`, an action repeat of 2). An observation is a uint8 tensor (N, 3 * frames,
+H, W), channels first, the oldest frame first, as DrQ-v2 stacks them; with "pixels+state"
+it is a dict {"pixels": images, "state": the task's observation}.
+
+Model: each modality has a ring of frames per env, (N, frames, *image), and one head shared
+by all envs (every env gets a frame at every step). After a step's physics the camera draws
+every env into the slot after the head, in one renderer call; an env that starts an episode
+is drawn again and its whole ring filled with that first frame, as DrQ-v2's stack starts.
+An observation is the one copy that orders the ring oldest first; nothing else is copied.
+The terminal observation of an env reset within a step (SAME_STEP's info["final_obs"]) is
+the stack before its reset, copied only in a step that resets some env.
+
+The env calls the hooks `after_step()` (every env has a new state), `after_reset(mask)`
+(the envs of mask start episodes), and `observation(state)` / `outputs(...)` at its
+public boundary, where the state observation becomes the pixel one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from unienv.errors import ArgumentError, unknown_name
+from unienv.sensors import Camera, CameraSensor
+
+OBS = ("state", "pixels", "pixels+state")
+
+
+@dataclasses.dataclass(frozen=True)
+class PixelOptions:
+    """What a pixel observation is: the image size, the camera (a scene camera's name or
+    index, or a `Camera` / mapping of its fields for a free or tracking one), the frames
+    stacked, and the threads that render (default: one per core, at most one per env)."""
+
+    width: int = 84
+    height: int = 84
+    camera: Any = 0
+    frame_stack: int = 3
+    render_threads: int | None = None
+
+    @classmethod
+    def of(cls, spec: PixelOptions | Mapping | None) -> PixelOptions:
+        if spec is None or isinstance(spec, PixelOptions):
+            return spec or cls()
+        if not isinstance(spec, Mapping):
+            raise ArgumentError(f"pixels: expected PixelOptions or a mapping of its fields, got {spec!r}")
+        fields = [f.name for f in dataclasses.fields(cls)]
+        for key in spec:
+            if key not in fields:
+                raise unknown_name("pixels option", key, fields)
+        return cls(**spec)
+
+    def camera_spec(self) -> Camera:
+        """The Camera these options observe through (RGB, channels first)."""
+        fields = {"width": self.width, "height": self.height, "modalities": ("rgb",), "channels_first": True}
+        if isinstance(self.camera, Camera):
+            return dataclasses.replace(self.camera, **fields)
+        if isinstance(self.camera, Mapping):
+            return Camera.of({**self.camera, **fields})
+        return Camera(camera=self.camera, **fields)
+
+
+def checked_obs(obs: Any) -> str:
+    if obs not in OBS:
+        raise unknown_name("obs", obs, OBS)
+    return obs
+
+
+def observer(obs: str, options, backend, state_space: gym.Space):
+    """What turns the task's observation into the env's: itself (obs="state") or camera frames."""
+    if checked_obs(obs) == "state":
+        if options is not None:
+            raise ArgumentError('pixels: options for camera frames need obs="pixels" or "pixels+state"')
+        return StateObservation()
+    return PixelObservation(obs, options, backend, state_space)
+
+
+def repeated(xp, reward, terms, terminated, step_reward, step_terms, step_terminated) -> tuple:
+    """Reward, its terms and termination over an action's repeats so far, one more added:
+    the rewards summed, those after an env terminated left out."""
+    kept = ~terminated
+    reward = reward + xp.where(kept, step_reward, 0.0)
+    terms = {k: terms[k] + xp.where(kept, v, 0.0) for k, v in step_terms.items()}
+    return reward, terms, terminated | step_terminated
+
+
+class StateObservation:
+    """The task's observation as it is (obs="state"): every hook does nothing."""
+
+    single_observation_space = None
+
+    def after_step(self) -> None:
+        pass
+
+    def after_reset(self, mask) -> None:
+        pass
+
+    def observation(self, state):
+        return state
+
+    def outputs(self, *outputs) -> tuple:
+        return outputs
+
+    def close(self) -> None:
+        pass
+
+
+class PixelObservation:
+    """Stacked camera frames of every env; see the module docstring."""
+
+    def __init__(self, obs: str, options: PixelOptions | Mapping | None, backend, state_space: gym.Space):
+        options = PixelOptions.of(options)
+        stack = options.frame_stack
+        if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
+            raise ArgumentError(f"frame_stack: expected an int >= 1, got {stack!r}")
+        self.with_state, self.frames = obs == "pixels+state", stack
+        self.sensor = CameraSensor(options.camera_spec(), backend, options.render_threads)
+        n, image = backend.num_envs, self.sensor.spaces()["rgb"]
+        c, h, w = image.shape
+        pixels = gym.spaces.Box(0, 255, (c * stack, h, w), np.uint8)
+        self.single_observation_space = (
+            gym.spaces.Dict({"pixels": pixels, "state": state_space}) if self.with_state else pixels
+        )
+        self._ring = self.sensor.empty(n, stack)["rgb"]  # (N, frames, C, H, W)
+        self._head = 0  # the slot of the newest frame, every env's
+        self._in_step = False
+        self._final: torch.Tensor | None = None
+
+    def after_step(self) -> None:
+        """Every env has a new state: draw it into the next slot of its ring."""
+        self._head = (self._head + 1) % self.frames
+        self.sensor.render({"rgb": self._ring[:, self._head]})
+        self._in_step, self._final = True, None
+
+    def after_reset(self, mask) -> None:
+        """The envs of `mask` start an episode: their rings hold only its first frame."""
+        env_ids = np.flatnonzero(np.asarray(mask))
+        if self._in_step:  # the stacks they ended with, SAME_STEP's final observation
+            self._final = self._stacked()
+        first = self.sensor.empty(len(env_ids))["rgb"]
+        self.sensor.render({"rgb": first}, env_ids)
+        self._ring[torch.from_numpy(env_ids)] = first[:, None]
+
+    def _stacked(self) -> torch.Tensor:
+        """(N, frames * C, H, W): each env's frames, oldest first (one copy of the ring)."""
+        order = [(self._head + 1 + i) % self.frames for i in range(self.frames)]
+        return torch.cat([self._ring[:, i] for i in order], dim=1)
+
+    def observation(self, state: torch.Tensor) -> Any:
+        """The observation of the envs' current frames; state: the task's observation."""
+        self._in_step = False
+        pixels = self._stacked()
+        return {"pixels": pixels, "state": state} if self.with_state else pixels
+
+    def outputs(self, obs, reward, terminated, truncated, info: dict) -> tuple:
+        """A step's outputs with pixel observations (and final observations) in place of state."""
+        final, self._final = self._final, None
+        observation = self.observation(obs)
+        pixels = observation["pixels"] if self.with_state else observation
+        diverged = info.get("_diverged")
+        if diverged is not None:  # a diverged state is never handed out (SAME_STEP: every one is final)
+            (pixels if final is None else final)[diverged] = 0
+        if final is not None and "final_obs" in info:
+            info["final_obs"] = {"pixels": final, "state": info["final_obs"]} if self.with_state else final
+        return observation, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.sensor.close()

@@ -1,0 +1,82 @@
+"""Camera images of every env of a backend, one call per env step: the engines' renderers.
+
+A camera renderer draws the backend's current state of the envs asked for into the caller's
+tensors, `out[modality]` of shape (k, H, W, 3) uint8 for "rgb", (k, H, W) float32 metres
+for "depth" and (k, H, W) int32 geom ids for "segmentation" (views of whatever layout the
+caller keeps: strides are honoured, nothing is allocated per call). `RENDERERS` maps a
+backend's name to its renderer's class; `camera_renderer` builds it, or refuses a backend
+that has none with CapabilityError at construction. An engine with a renderer of its own
+(MuJoCo Warp's ray tracer, Genesis's cameras) adds its class here, with the same signature.
+
+On the mujoco backend, `PoolCameras` draws with `pool.RenderPool`: the state rows are
+the batch's own qpos (a view, read by the workers without a copy) and mocap poses; each
+worker computes the rows' kinematics on an MjData of its own, since `mujoco.batch` keeps no
+MjData between calls. The images are bit-identical at any number of render threads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import mujoco
+import numpy as np
+import torch
+
+from unienv.errors import CapabilityError
+from unienv.render.pool import RenderPool, View
+
+MODALITIES = ("rgb", "depth", "segmentation")
+
+
+def default_threads(num_envs: int) -> int:
+    """Render threads by default: one per core this process may use, at most one per env."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, num_envs))
+
+
+class PoolCameras:
+    """The mujoco backend's camera renderer: a RenderPool over the batch's state rows."""
+
+    def __init__(
+        self,
+        backend,
+        model: mujoco.MjModel,
+        views: Sequence[View],
+        width: int,
+        height: int,
+        threads: int | None = None,
+    ):
+        """model: the scene's model as written (what is drawn); views: one per env, or one for all."""
+        self.backend, self.views = backend, list(views)
+        self._mocap = backend.get_capabilities().mocap and backend.nmocap > 0
+        threads = default_threads(backend.num_envs) if threads is None else threads
+        self.pool = RenderPool(model, width, height, threads)
+
+    def render(self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None) -> None:
+        """Draw the envs `env_ids` (all: None) into out[modality][k] for the k-th of them."""
+        qpos = self.backend.get_state_views()["qpos"].numpy()
+        mocap = tuple(t.numpy() for t in self.backend.get_mocap_views()) if self._mocap else None
+        views = self.views
+        if env_ids is not None:
+            qpos = qpos[env_ids]
+            mocap = None if mocap is None else (mocap[0][env_ids], mocap[1][env_ids])
+            views = views if len(views) == 1 else [views[i] for i in env_ids]
+        self.pool.render(qpos, views, {k: v.numpy() for k, v in out.items()}, mocap)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+RENDERERS = {"mujoco": PoolCameras}
+
+
+def camera_renderer(backend, model, views, width, height, threads=None):
+    """The camera renderer of `backend`'s engine, or CapabilityError naming those that have one."""
+    cls = RENDERERS.get(backend.name)
+    if cls is None:
+        raise CapabilityError(
+            f"cameras: the {backend.name} backend renders no camera images yet "
+            f"(camera observations run on: {', '.join(RENDERERS)})"
+        )
+    return cls(backend, model, views, width, height, threads)
