@@ -6,9 +6,14 @@ copy to the host, no host sync, and on both devices the BVH refit and the render
 captured graph (`WarpRunner`). The images are torch views of the ray tracer's buffers, read
 into fresh tensors on the backend's device:
 
-    rgb    uint8 (N, H, W, 3), unpacked from the tracer's packed 0xAARRGGBB words
-    depth  float32 (N, H, W), metres along the camera's axis (MuJoCo's depth), 0 where no geom
-    seg    int32 (N, H, W), the geom id seen, -1 where none
+    rgb           uint8 (N, H, W, 3), unpacked from the tracer's packed 0xAARRGGBB words
+    depth         float32 (N, H, W), metres along the camera's axis (MuJoCo's depth), 0 where
+                  no geom (MuJoCo's OpenGL depth reads its far plane there)
+    segmentation  int32 (N, H, W), the geom id seen, -1 where none
+
+It is the mjwarp entry of `unienv.render.cameras.RENDERERS`, with that seam's signature. It
+draws the scene's own cameras only: a free camera (pos and target) is refused at
+construction, since the tracer's rays start from the model's cameras.
 
 What the ray tracer renders differently from MuJoCo's OpenGL renderer, on the same model (the
 documentation's Pixels page measures the pixel difference): one ray per pixel (no
@@ -20,49 +25,49 @@ skybox sampled per ray. Geom groups 0-2 are drawn, as MuJoCo's default visual op
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from unienv.backends.mjwarp_graphs import WARP_LOCK
-from unienv.errors import ArgumentError
+from unienv.errors import CapabilityError
 
-IMAGES = ("rgb", "depth", "seg")
-MAX_SIDE = 4096  # pixels per side; the tracer has no limit of its own but memory
+SKYBOX = 2  # mjtTexture.mjTEXTURE_SKYBOX
+GEOM = 5  # mjtObj.mjOBJ_GEOM, the object type of a geom hit in the tracer's segmentation
 
 
 class WarpCameras:
-    """One camera of every world of an mjwarp backend, rendered by MuJoCo Warp's ray tracer."""
+    """One scene camera of every world of an mjwarp backend, by MuJoCo Warp's ray tracer."""
 
-    def __init__(self, backend: Any, camera: int, height: int, width: int, images=("rgb",)):
-        model = backend.model
-        if not 0 <= camera < model.ncam:
-            raise ArgumentError(f"camera: expected a camera id in [0, {model.ncam}), got {camera!r}")
-        for arg, side in (("height", height), ("width", width)):
-            if isinstance(side, bool) or not isinstance(side, int) or not 1 <= side <= MAX_SIDE:
-                raise ArgumentError(f"{arg}: expected an int in [1, {MAX_SIDE}], got {side!r}")
-        unknown = sorted(set(images) - set(IMAGES))
-        if unknown or not images:
-            raise ArgumentError(f"images: expected a non-empty subset of {IMAGES}, got {tuple(images)!r}")
-        self._backend, self.height, self.width, self.images = backend, height, width, tuple(images)
+    def __init__(self, backend: Any, model: Any, views: Sequence[Any], width: int, height: int, threads=None):
+        """model, threads: unused (the tracer draws the backend's own model, in one launch)."""
+        cameras = {v.camera_id for v in views}
+        if len(cameras) != 1 or min(cameras) < 0:
+            raise CapabilityError(
+                "camera: the mjwarp backend draws one of the scene's cameras for every env (MuJoCo "
+                "Warp's ray tracer starts its rays from the model's cameras), not a free camera "
+                "(pos, target): add a <camera> to the scene's MJCF and name it"
+            )
+        self._backend, self.height, self.width = backend, height, width
         wp, mjw = backend._wp, backend._mjw
         self._mjw = mjw
         backend.materialize()
         with WARP_LOCK, wp.ScopedDevice(backend._wp_device):
             self._rc = rc = mjw.create_render_context(
-                model,
+                backend.model,
                 nworld=backend.num_envs,
                 cam_res=(width, height),
-                render_rgb="rgb" in images,
-                render_depth="depth" in images,
-                render_seg="seg" in images,
-                cam_active=[camera],
+                render_rgb=True,
+                render_depth=True,
+                render_seg=True,
+                cam_active=[cameras.pop()],
                 use_shadows=True,
-                render_skybox=any(t == 2 for t in model.tex_type),  # mjTEXTURE_SKYBOX
+                render_skybox=bool((backend.model.tex_type == SKYBOX).any()),
             )
-        self._packed = wp.to_torch(rc.rgb_data).view(torch.uint8) if "rgb" in images else None
-        self._depth = wp.to_torch(rc.depth_data) if "depth" in images else None
-        self._seg = wp.to_torch(rc.seg_data) if "seg" in images else None
+        self._packed = wp.to_torch(rc.rgb_data).view(torch.uint8)  # bytes of 0xAARRGGBB: B, G, R, A
+        self._depth, self._seg = wp.to_torch(rc.depth_data), wp.to_torch(rc.seg_data)
         self._key = ("render", id(self))
         self._warm = False
 
@@ -71,8 +76,8 @@ class WarpCameras:
         self._mjw.refit_bvh(b._m, b._d, self._rc)
         self._mjw.render(b._m, b._d, self._rc)
 
-    def render(self) -> dict[str, torch.Tensor]:
-        """The images of every world at the current state, as fresh tensors on the device."""
+    def render(self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None) -> None:
+        """Draw every world at its current state; out[modality][k] gets the k-th of env_ids (all: None)."""
         b = self._backend
         b._refresh()  # a step leaves poses of its last substep's start: bring them to the state
         if not self._warm:  # the first render compiles the tracer's kernels, outside any capture
@@ -81,12 +86,15 @@ class WarpCameras:
         else:
             b._runner.run(self._key, self._work)
         n, h, w = b.num_envs, self.height, self.width
-        out = {}
-        if self._packed is not None:  # bytes of 0xAARRGGBB words, little-endian: B, G, R, A
-            out["rgb"] = self._packed.view(n, h, w, 4)[..., [2, 1, 0]]
-        if self._depth is not None:
-            out["depth"] = self._depth.view(n, h, w).clone()
-        if self._seg is not None:
-            seg = self._seg.view(n, h, w, 2)
-            out["seg"] = torch.where(seg[..., 1] == 5, seg[..., 0], -1).to(torch.int32)  # mjOBJ_GEOM
-        return out
+        rows = slice(None) if env_ids is None else torch.as_tensor(env_ids, device=b.device)
+        for modality, images in out.items():
+            if modality == "rgb":
+                images.copy_(self._packed.view(n, h, w, 4)[rows][..., [2, 1, 0]])
+            elif modality == "depth":
+                images.copy_(self._depth.view(n, h, w)[rows])
+            else:
+                seg = self._seg.view(n, h, w, 2)[rows]
+                images.copy_(torch.where(seg[..., 1] == GEOM, seg[..., 0], -1))
+
+    def close(self) -> None:
+        self._rc = self._packed = self._depth = self._seg = None

@@ -135,6 +135,7 @@ class PixelObservation:
         self._head = 0  # the slot of the newest frame, every env's
         self._in_step = False
         self._final: torch.Tensor | None = None
+        self._masked = backend.get_capabilities().sync_free  # resets come as device masks, never read
 
     def after_step(self) -> None:
         """Every env has a new state: draw it into the next slot of its ring."""
@@ -144,9 +145,14 @@ class PixelObservation:
 
     def after_reset(self, mask) -> None:
         """The envs of `mask` start an episode: their rings hold only its first frame."""
-        env_ids = np.flatnonzero(np.asarray(mask))
         if self._in_step:  # the stacks they ended with, SAME_STEP's final observation
             self._final = self._stacked()
+        if self._masked:  # every env drawn (one launch), the rings of mask's refilled: no host read
+            first = self.sensor.empty(len(self._ring))["rgb"]
+            self.sensor.render({"rgb": first})
+            self._ring.copy_(torch.where(mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
+            return
+        env_ids = np.flatnonzero(np.asarray(mask))
         first = self.sensor.empty(len(env_ids))["rgb"]
         self.sensor.render({"rgb": first}, env_ids)
         self._ring[torch.from_numpy(env_ids)] = first[:, None]

@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 import torch
 
+from unienv.backends.mjwarp_render import WarpCameras
 from unienv.errors import CapabilityError
 from unienv.render.pool import RenderPool, View
 
@@ -68,7 +69,7 @@ class PoolCameras:
         self.pool.close()
 
 
-RENDERERS = {"mujoco": PoolCameras}
+RENDERERS = {"mujoco": PoolCameras, "mjwarp": WarpCameras}
 
 
 def camera_renderer(backend, model, views, width, height, threads=None):
