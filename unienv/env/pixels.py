@@ -15,8 +15,8 @@ An observation is the one copy that orders the ring oldest first; nothing else i
 The terminal observation of an env reset within a step (SAME_STEP's info["final_obs"]) is
 the stack before its reset, copied only in a step that resets some env.
 
-The env calls the hooks `after_step()` (every env has a new state), `after_reset(mask)`
-(the envs of mask start episodes), and `observation(state)` / `outputs(...)` at its
+The env calls the hooks `after_step()` (every env has a new state), `after_reset(rows)`
+(the envs of rows start episodes), and `observation(state)` / `outputs(...)` at its
 public boundary, where the state observation becomes the pixel one.
 """
 
@@ -102,7 +102,7 @@ class StateObservation:
     def after_step(self) -> None:
         pass
 
-    def after_reset(self, mask) -> None:
+    def after_reset(self, rows) -> None:
         pass
 
     def observation(self, state):
@@ -135,7 +135,6 @@ class PixelObservation:
         self._head = 0  # the slot of the newest frame, every env's
         self._in_step = False
         self._final: torch.Tensor | None = None
-        self._masked = backend.get_capabilities().sync_free  # resets come as device masks, never read
 
     def after_step(self) -> None:
         """Every env has a new state: draw it into the next slot of its ring."""
@@ -143,19 +142,18 @@ class PixelObservation:
         self.sensor.render({"rgb": self._ring[:, self._head]})
         self._in_step, self._final = True, None
 
-    def after_reset(self, mask) -> None:
-        """The envs of `mask` start an episode: their rings hold only its first frame."""
+    def after_reset(self, rows) -> None:
+        """The envs of `rows` (a `Rows`) start an episode: their rings hold only its first frame."""
         if self._in_step:  # the stacks they ended with, SAME_STEP's final observation
             self._final = self._stacked()
-        if self._masked:  # every env drawn (one launch), the rings of mask's refilled: no host read
+        if rows.ids is None:  # the device path: every env drawn, the rows' rings refilled, no host read
             first = self.sensor.empty(len(self._ring))["rgb"]
             self.sensor.render({"rgb": first})
-            self._ring.copy_(torch.where(mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
+            self._ring.copy_(torch.where(rows.mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
             return
-        env_ids = np.flatnonzero(np.asarray(mask))
-        first = self.sensor.empty(len(env_ids))["rgb"]
-        self.sensor.render({"rgb": first}, env_ids)
-        self._ring[torch.from_numpy(env_ids)] = first[:, None]
+        first = self.sensor.empty(len(rows.ids))["rgb"]
+        self.sensor.render({"rgb": first}, rows.ids.numpy())
+        self._ring[rows.ids] = first[:, None]
 
     def _stacked(self) -> torch.Tensor:
         """(N, frames * C, H, W): each env's frames, oldest first (one copy of the ring)."""

@@ -234,7 +234,7 @@ class UniEnv(VectorEnv):
         pose = task.mocap_pose(self._memory) if self._mocap else None
         if pose is not None:  # the task's mocap bodies, where the backend moves them per env
             path.write_mocap(selection, pose)
-        self._observer.after_reset(mask)
+        self._observer.after_reset(selection.rows)
         path.clear(self._return, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
