@@ -71,13 +71,25 @@ class PoolCameras:
 
 RENDERERS = {"mujoco": PoolCameras, "mjwarp": WarpCameras}
 
+# why an engine's own cameras do not serve camera observations (measured with Genesis 1.4.5)
+REFUSALS = {
+    "genesis": (
+        "Genesis draws every env in one call only with its BatchRenderer (the gs-madrona package: "
+        "CUDA on Linux x86-64; not installed); its Rasterizer draws one env at a time through "
+        "OpenGL from poses copied to the host (a host sync per frame), and its cameras must exist "
+        "before the scene is built (here a build with one took 15 min). Use backend='mjwarp' or "
+        "'mujoco' for pixels"
+    ),
+}
+
 
 def camera_renderer(backend, model, views, width, height, threads=None):
     """The camera renderer of `backend`'s engine, or CapabilityError naming those that have one."""
     cls = RENDERERS.get(backend.name)
     if cls is None:
+        why = REFUSALS.get(backend.name, "no renderer is written for it")
         raise CapabilityError(
-            f"cameras: the {backend.name} backend renders no camera images yet "
+            f"cameras: the {backend.name} backend renders no camera images: {why} "
             f"(camera observations run on: {', '.join(RENDERERS)})"
         )
     return cls(backend, model, views, width, height, threads)
