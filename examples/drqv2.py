@@ -146,11 +146,16 @@ class Critic(nn.Module):
 
 
 def noisy(actions: torch.Tensor, std: float, clip: float | None = None) -> torch.Tensor:
-    """actions plus a Gaussian of std (clipped to +-clip where given), kept in [-1, 1]."""
+    """actions plus a Gaussian of std (clipped to +-clip where given), kept in [-1, 1].
+
+    The bound is applied straight through (DrQ-v2's truncated normal): the gradient reaches a
+    policy whose action sits at the bound, which a plain clamp would cut off and leave stuck there.
+    """
     noise = std * torch.randn_like(actions)
     if clip is not None:
         noise = noise.clamp(-clip, clip)
-    return (actions + noise).clamp(-1.0, 1.0)
+    x = actions + noise
+    return x + (x.clamp(-1.0, 1.0) - x).detach()
 
 
 class ReplayBuffer:
