@@ -31,6 +31,7 @@ SPINNER_LENGTH = 0.13  # cap1's radius plus half-length: the target circle's rad
 
 
 class FingerTurnEasy(DMCTask):
+    pixels_unlike_state = "each env's target is in its memory, and dm_control hides the spin task's sites; the scene draws them as the MJCF has them"
     name = "dmc_finger_turn_easy"
     domain = "finger"
     sim_dt = 0.01

@@ -26,6 +26,9 @@ RADII = 0.005 + 0.04  # mouth and target
 
 
 class FishSwim(DMCTask):
+    pixels_unlike_state = (
+        "each env's target is in its memory; the scene draws its marker where the MJCF puts it"
+    )
     name = "dmc_fish_swim"
     domain = "fish"
     sim_dt = 0.004

@@ -19,6 +19,9 @@ FINGER_SIZE = 0.01  # the finger geom's radius
 
 
 class ReacherEasy(DMCTask):
+    pixels_unlike_state = (
+        "each env's target is in its memory; the scene draws its marker where the MJCF puts it"
+    )
     name = "dmc_reacher_easy"
     domain = "reacher"
     sim_dt = 0.02

@@ -45,6 +45,7 @@ def add_links(root, links: int = LINKS) -> None:
 
 
 class SwimmerSwimmer6(DMCTask):
+    pixels_unlike_state = "each env's target (and the light dm_control moves with it) is in its memory; the scene draws them where the MJCF puts them"
     name = "dmc_swimmer_swimmer6"
     domain = "swimmer"
     sim_dt = 0.002

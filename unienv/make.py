@@ -14,6 +14,7 @@ from unienv import dr as domain_randomization
 from unienv.env import SingleEnv, UniEnv
 from unienv.env.pixels import checked_obs
 from unienv.errors import unknown_name
+from unienv.render.cameras import require_renderer
 from unienv.tasks import DMC_TASKS, TASKS, checked_options, gym_id, task_class
 
 DRQV2_ACTION_REPEAT = 2  # DrQ-v2's action repeat, make's default where obs has pixels
@@ -45,7 +46,9 @@ def make(
     action_repeat=1 (see unienv.env.pixels).
     """
     check_keywords(env_options)
-    if checked_obs(obs) != "state":  # DrQ-v2's action repeat by default
+    if checked_obs(obs) != "state":
+        if backend in backends.BACKENDS:  # refused before it is built (a misspelling: create names it)
+            require_renderer(backend)
         env_options.setdefault("action_repeat", DRQV2_ACTION_REPEAT)
     dr_terms = domain_randomization.parse(dr)
     the_task = task_class(task)(**checked_options(task, dict(task_options or {})))
@@ -105,7 +108,8 @@ def register_envs() -> None:
                 disable_env_checker=True,
             )
         pixels_id = env_id.removesuffix("-v0") + "-pixels-v0"
-        if name in DMC_TASKS and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
+        pixels = name in DMC_TASKS and not task_class(name).pixels_unlike_state
+        if pixels and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
             task = task_class(name)()
             gym.register(
                 id=pixels_id,

@@ -115,6 +115,9 @@ class Task(abc.ABC):
     requires: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
+    # why camera observations of the scene would not show the task's state (a target kept in the
+    # env's memory, drawn where the MJCF puts it); obs="pixels" then refuses, saying so
+    pixels_unlike_state: str = ""
     # the robot's root body: its floating base, or the first moving body of a fixed-base robot;
     # a DR config names it "<root>" (the presets push it and shift its COM), so one config fits every task
     root_body: str | None = None

@@ -5,6 +5,7 @@
     python -m unienv.bench --task all --backend genesis   # every task the backend runs
     python -m unienv.bench --backend mjwarp --device cuda --json bench.json   # rows as JSON too
     python -m unienv.bench --peers   # beside Gymnasium and EnvPool on the v5 tasks (bench_peers)
+    python -m unienv.bench pixels --task dmc_cheetah_run   # from pixels, beside dm_control (bench_pixels)
 
 For each task and num_envs it times these loops on the same model, interleaved
 in rounds (the best round of each counts, which damps a shared machine's noise):
@@ -56,6 +57,7 @@ import yaml
 import unienv
 from unienv import backends
 from unienv.bench import peers as bench_peers
+from unienv.bench import pixels as bench_pixels
 from unienv.bench.peers import PEER_TASKS
 from unienv.bench.replay import REPLAY_STEPS, Replay
 from unienv.errors import ArgumentError, CapabilityError, unknown_name
@@ -195,6 +197,9 @@ def _write_json(path: str, meta: dict, rows: list[dict], skipped: list[dict]) ->
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pixels"]:  # python -m unienv.bench pixels: a DMC task from pixels, beside dm_control
+        return bench_pixels.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m unienv.bench", description=__doc__.split("\n")[0])
     parser.add_argument(
         "--task",

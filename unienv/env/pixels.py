@@ -15,8 +15,8 @@ An observation is the one copy that orders the ring oldest first; nothing else i
 The terminal observation of an env reset within a step (SAME_STEP's info["final_obs"]) is
 the stack before its reset, copied only in a step that resets some env.
 
-The env calls the hooks `after_step()` (every env has a new state), `after_reset(rows)`
-(the envs of rows start episodes), and `observation(state)` / `outputs(...)` at its
+The env calls the hooks `after_step()` (every env has a new state), `after_reset(mask)`
+(the envs of mask start episodes), and `observation(state)` / `outputs(...)` at its
 public boundary, where the state observation becomes the pixel one.
 """
 
@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.errors import ArgumentError, unknown_name
+from unienv.errors import ArgumentError, CapabilityError, unknown_name
 from unienv.sensors import Camera, CameraSensor
 
 OBS = ("state", "pixels", "pixels+state")
@@ -76,13 +76,17 @@ def checked_obs(obs: Any) -> str:
     return obs
 
 
-def observer(obs: str, options, backend, state_space: gym.Space):
+def observer(obs: str, options, backend, task):
     """What turns the task's observation into the env's: itself (obs="state") or camera frames."""
     if checked_obs(obs) == "state":
         if options is not None:
             raise ArgumentError('pixels: options for camera frames need obs="pixels" or "pixels+state"')
         return StateObservation()
-    return PixelObservation(obs, options, backend, state_space)
+    if task.pixels_unlike_state:
+        raise CapabilityError(
+            f"obs={obs!r}: {task.name} cannot be observed from pixels: {task.pixels_unlike_state}"
+        )
+    return PixelObservation(obs, options, backend, task.single_observation_space)
 
 
 def repeated(xp, reward, terms, terminated, step_reward, step_terms, step_terminated) -> tuple:
@@ -102,10 +106,10 @@ class StateObservation:
     def after_step(self) -> None:
         pass
 
-    def after_reset(self, rows) -> None:
+    def after_reset(self, mask) -> None:
         pass
 
-    def observation(self, state):
+    def observation(self, state, redraw: bool = False):
         return state
 
     def outputs(self, *outputs) -> tuple:
@@ -142,26 +146,32 @@ class PixelObservation:
         self.sensor.render({"rgb": self._ring[:, self._head]})
         self._in_step, self._final = True, None
 
-    def after_reset(self, rows) -> None:
-        """The envs of `rows` (a `Rows`) start an episode: their rings hold only its first frame."""
+    def after_reset(self, mask) -> None:
+        """The envs of `mask` start an episode: their rings hold only its first frame. A
+        host mask (NumPy) draws those envs; a device mask draws every env and writes the
+        masked rows, reading nothing on the host."""
         if self._in_step:  # the stacks they ended with, SAME_STEP's final observation
             self._final = self._stacked()
-        if rows.ids is None:  # the device path: every env drawn, the rows' rings refilled, no host read
-            first = self.sensor.empty(len(self._ring))["rgb"]
+        if isinstance(mask, np.ndarray):
+            env_ids = np.flatnonzero(mask)
+            first = self.sensor.empty(len(env_ids))["rgb"]
+            self.sensor.render({"rgb": first}, env_ids)
+            self._ring[torch.from_numpy(env_ids)] = first[:, None]
+        else:
+            first = self.sensor.empty(len(mask))["rgb"]
             self.sensor.render({"rgb": first})
-            self._ring.copy_(torch.where(rows.mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
-            return
-        first = self.sensor.empty(len(rows.ids))["rgb"]
-        self.sensor.render({"rgb": first}, rows.ids.numpy())
-        self._ring[rows.ids] = first[:, None]
+            self._ring.copy_(torch.where(mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
 
     def _stacked(self) -> torch.Tensor:
         """(N, frames * C, H, W): each env's frames, oldest first (one copy of the ring)."""
         order = [(self._head + 1 + i) % self.frames for i in range(self.frames)]
         return torch.cat([self._ring[:, i] for i in order], dim=1)
 
-    def observation(self, state: torch.Tensor) -> Any:
-        """The observation of the envs' current frames; state: the task's observation."""
+    def observation(self, state: torch.Tensor, redraw: bool = False) -> Any:
+        """The observation of the envs' current frames; state: the task's observation;
+        redraw: draw the newest frame again (the state was written since it was drawn)."""
+        if redraw:
+            self.sensor.render({"rgb": self._ring[:, self._head]})
         self._in_step = False
         pixels = self._stacked()
         return {"pixels": pixels, "state": state} if self.with_state else pixels
@@ -173,7 +183,7 @@ class PixelObservation:
         pixels = observation["pixels"] if self.with_state else observation
         diverged = info.get("_diverged")
         if diverged is not None:  # a diverged state is never handed out (SAME_STEP: every one is final)
-            (pixels if final is None else final)[diverged] = 0
+            (pixels if final is None else final).masked_fill_(diverged.view(-1, 1, 1, 1), 0)
         if final is not None and "final_obs" in info:
             info["final_obs"] = {"pixels": final, "state": info["final_obs"]} if self.with_state else final
         return observation, reward, terminated, truncated, info

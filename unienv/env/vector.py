@@ -133,7 +133,7 @@ class UniEnv(VectorEnv):
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, n)
         self.observation_space = batch_space(self.single_observation_space, n)
-        self._observer = observer(obs, pixels, backend, task.single_observation_space)
+        self._observer = observer(obs, pixels, backend, task)
         if self._observer.single_observation_space is not None:  # camera frames
             self.single_observation_space = self._observer.single_observation_space
             self.observation_space = batch_space(self.single_observation_space, n)
@@ -211,7 +211,7 @@ class UniEnv(VectorEnv):
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
         self._midway = False
-        return self._observer.observation(self._path.tensor(obs)), {}
+        return self._observer.observation(self._path.tensor(obs), redraw=True), {}
 
     def _reset_envs(self, mask, obs):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
@@ -234,7 +234,7 @@ class UniEnv(VectorEnv):
         pose = task.mocap_pose(self._memory) if self._mocap else None
         if pose is not None:  # the task's mocap bodies, where the backend moves them per env
             path.write_mocap(selection, pose)
-        self._observer.after_reset(selection.rows)
+        self._observer.after_reset(mask)
         path.clear(self._return, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
@@ -258,7 +258,7 @@ class UniEnv(VectorEnv):
         """
         self._reading = self._path.keep(self._reading, self.task.read(self.backend))
         obs = self._finish_obs(self.task.observe(self._reading, self._memory), None)
-        return self._observer.observation(self._path.tensor(obs))
+        return self._observer.observation(self._path.tensor(obs), redraw=True)
 
     def dr_params(self) -> dict[str, torch.Tensor]:
         """Each DR term's current per-env values, (num_envs, E); {} without DR."""

@@ -83,13 +83,19 @@ REFUSALS = {
 }
 
 
-def camera_renderer(backend, model, views, width, height, threads=None):
-    """The camera renderer of `backend`'s engine, or CapabilityError naming those that have one."""
-    cls = RENDERERS.get(backend.name)
+def require_renderer(backend: str) -> type:
+    """The camera renderer's class of the backend named `backend`, or CapabilityError naming
+    the backends that have one (checked before a backend is built, and again by camera_renderer)."""
+    cls = RENDERERS.get(backend)
     if cls is None:
-        why = REFUSALS.get(backend.name, "no renderer is written for it")
+        why = REFUSALS.get(backend, "no renderer is written for it")
         raise CapabilityError(
-            f"cameras: the {backend.name} backend renders no camera images: {why} "
+            f"cameras: the {backend} backend renders no camera images: {why} "
             f"(camera observations run on: {', '.join(RENDERERS)})"
         )
-    return cls(backend, model, views, width, height, threads)
+    return cls
+
+
+def camera_renderer(backend, model, views, width, height, threads=None):
+    """The camera renderer of `backend`'s engine, drawing `views` at width x height."""
+    return require_renderer(backend.name)(backend, model, views, width, height, threads)

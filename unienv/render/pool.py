@@ -15,9 +15,11 @@ Invariants:
 - Every worker draws with an identical context, so an image depends only on its row: the
   same rows give bit-identical images at any thread count and in any order.
 - Rendering reads the rows and writes only the caller's arrays and the workers' own data.
-- Depth is metres along the camera's axis, from the depth buffer as MuJoCo's own
-  `mujoco.Renderer` converts it (the model's znear and zfar, scaled by its extent);
-  segmentation is the geom id of each pixel (-1 where no geom is drawn).
+- Depth is metres along the camera's axis, read as MuJoCo's own `mujoco.Renderer` reads it:
+  from a segmentation pass (no skybox: the far plane where no geom is), the depth map
+  reversed (`mjDEPTH_ZEROFAR`), the projection undone with the model's znear and zfar
+  scaled by its extent. Segmentation is each pixel's geom id (-1 where no geom is drawn),
+  from the same pass, so depth and segmentation together cost one pass beside the RGB one.
 
 The GL platform: MuJoCo picks it from MUJOCO_GL when it is first imported; where that gave
 GLFW (the variable unset) and there is no display, the pool hands MuJoCo EGL's context
@@ -55,22 +57,23 @@ def headless_gl() -> None:
     gl_context.GLContext = egl.GLContext
 
 
-def _gl_context(width: int, height: int):
-    """A current OpenGL context of the platform MuJoCo chose, or GLUnavailableError."""
-    headless_gl()
+def _gl_context(model: mujoco.MjModel, width: int, height: int):
+    """A current OpenGL context of the platform MuJoCo chose and an MjrContext of the model
+    in it, or GLUnavailableError saying what to set and install."""
     from mujoco.rendering.classic import gl_context
 
     try:
+        headless_gl()
         context = gl_context.GLContext(width, height)
         context.make_current()
-    except Exception as error:  # each platform fails its own way (ImportError, RuntimeError, ...)
+        return context, mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
+    except Exception as error:  # each platform fails its own way (ImportError, FatalError, ...)
         platform = os.environ.get("MUJOCO_GL", "unset (GLFW, or EGL without a display)")
         raise GLUnavailableError(
             f"rendering: no OpenGL context ({type(error).__name__}: {error}); MUJOCO_GL is {platform}. "
             "Set MUJOCO_GL=egl with an EGL driver (apt install libegl1; Mesa's libegl-mesa0 "
             "renders on the CPU) or MUJOCO_GL=osmesa with OSMesa (apt install libosmesa6)"
         ) from error
-    return context
 
 
 _GL_LIMIT = [16384]  # replaced by the GL implementation's own limit at the first context
@@ -118,13 +121,13 @@ class _Worker:
 
     def _run(self, model, width, height, maxgeom) -> None:
         try:
-            gl = _gl_context(width, height)
+            gl, self.context = _gl_context(model, width, height)
             from OpenGL import GL
 
             _GL_LIMIT[0] = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
             self.model, self.data = model, mujoco.MjData(model)
-            self.context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
+            self.context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR  # as mujoco.Renderer reads
             self.scene = mujoco.MjvScene(model, maxgeom)
             self.option, self.perturb = mujoco.MjvOption(), mujoco.MjvPerturb()
             self.rect = mujoco.MjrRect(0, 0, width, height)
@@ -166,37 +169,46 @@ class _Worker:
             self._read(k, out)
 
     def _read(self, k: int, out: Mapping[str, np.ndarray]) -> None:
-        """Draw the updated scene into row k of each array in `out`."""
+        """Draw the updated scene into row k of each array in `out`: the scene's look for
+        "rgb"; a segmentation pass (flat id colours, no skybox) for "segmentation" and for
+        "depth", whose buffer MuJoCo's own depth read takes from that pass too."""
         scene, context, rect = self.scene, self.context, self.rect
-        if "rgb" in out or "depth" in out:
+        if "rgb" in out:
+            mujoco.mjr_render(rect, scene, context)
+            mujoco.mjr_readPixels(self.rgb, None, rect, context)
+            out["rgb"][k] = self.rgb[::-1]
+        if "depth" not in out and "segmentation" not in out:
+            return
+        flags = scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = True
+        try:
             mujoco.mjr_render(rect, scene, context)
             mujoco.mjr_readPixels(self.rgb, self.depth if "depth" in out else None, rect, context)
-            if "rgb" in out:
-                out["rgb"][k] = self.rgb[::-1]
-            if "depth" in out:
-                out["depth"][k] = self._metres(self.depth[::-1])
+        finally:
+            flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = False
+        if "depth" in out:
+            out["depth"][k] = self._metres(self.depth[::-1])
         if "segmentation" in out:
-            flags = scene.flags
-            flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = True
-            try:
-                mujoco.mjr_render(rect, scene, context)
-                mujoco.mjr_readPixels(self.rgb, None, rect, context)
-            finally:
-                flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = False
             rgb = self.rgb[::-1].astype(np.int32)
-            segid = rgb[..., 0] + rgb[..., 1] * 256 + rgb[..., 2] * 65536 - 1  # -1: background
-            geom_of = np.full(scene.ngeom + 1, -1, np.int32)
+            segid = rgb[..., 0] + rgb[..., 1] * 256 + rgb[..., 2] * 65536 - 1  # -1: no geom
+            geom_of = np.full(scene.ngeom + 1, -1, np.int32)  # the last: no geom
             for g in range(scene.ngeom):
-                geom = scene.geoms[g]
-                if geom.objtype == mujoco.mjtObj.mjOBJ_GEOM:
-                    geom_of[g] = geom.objid
+                if scene.geoms[g].objtype == mujoco.mjtObj.mjOBJ_GEOM:
+                    geom_of[g] = scene.geoms[g].objid
             out["segmentation"][k] = geom_of[np.where(segid < 0, scene.ngeom, segid)]
 
     def _metres(self, depth: np.ndarray) -> np.ndarray:
-        """OpenGL's [0, 1] depth as metres, as mujoco.Renderer converts it."""
+        """OpenGL's reversed-Z [0, 1] depth as metres, as `mujoco.Renderer` converts it: the
+        projection's float32 coefficients, undone in float64."""
         extent = self.model.stat.extent
-        near, far = self.model.vis.map.znear * extent, self.model.vis.map.zfar * extent
-        return near / (1.0 - depth * (1.0 - near / far))
+        near = np.float32(self.model.vis.map.znear * extent)
+        far = np.float32(self.model.vis.map.zfar * extent)
+        z = depth.astype(np.float64)
+        if self.scene.camera[0].orthographic:
+            return far - z * (far - near)
+        c = np.float32(-0.5) * (-(far + near) / (far - near)) - np.float32(0.5)
+        d = np.float32(-0.5) * (-(np.float32(2) * far * near) / (far - near))
+        return d / (z + c)
 
 
 class RenderPool:

@@ -1,0 +1,187 @@
+"""`python -m unienv.bench pixels`: a DMC task from pixels beside dm_control's own, in one run.
+
+    python -m unienv.bench pixels --task dmc_cheetah_run --num-envs 1 16 64
+
+For each num_envs it times, interleaved in rounds (the best round of each counts):
+
+  dm_control  one `suite.load` env per env, stepped in a Python loop as DrQ-v2 drives it:
+              `action_repeat` env steps, then `physics.render(84, 84, camera_id=0)`, then
+              the stack of the last `frame_stack` frames (a concatenation, as DrQ-v2's)
+  unienv      `unienv.make(task, obs="pixels", num_envs=N)`: one batched step
+
+and prints pixel env-steps/s (agent steps: one action, its repeats and one observation),
+unienv/dm_control, and the render's share of unienv's step (the time its steps spent in the
+camera's renderer calls, over all its calls). `--memory` also measures the
+resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside the
+bytes its stack of frames holds. dm_control is driven on MuJoCo 4 through the test suite's
+shim (its index names struct fields MuJoCo 4 removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+import unienv
+from unienv.tasks import task_class
+
+SIZE, FRAMES, REPEAT = 84, 3, 2  # DrQ-v2's
+
+
+def dm_control_suite():
+    """dm_control.suite, loadable on MuJoCo 4 (its index names 9 fields MuJoCo 4 removed),
+    rendering headless: dm_control picks its GL platform from MUJOCO_GL when it is imported,
+    and where that is unset with no display it would take GLFW, which needs one."""
+    if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY"):
+        os.environ["MUJOCO_GL"] = "egl"  # for dm_control's import alone: unienv's pool chose already
+    from dm_control.mujoco.index import sizes
+
+    gone = {
+        "mjmodel": ("flex_vertedge", "flex_vertedgeadr", "flex_vertedgenum", "flex_vertmetric"),
+        "mjdata": ("flexvert_J", "flexvert_length"),
+    }
+    gone["mjmodel"] += ("flexvert_J_colind", "flexvert_J_rowadr", "flexvert_J_rownnz")
+    for struct, names in gone.items():
+        for name in names:
+            sizes.array_sizes[struct].pop(name, None)
+    from dm_control import suite
+
+    return suite
+
+
+def _dm_control_loop(task: str, num_envs: int) -> Callable[[], None]:
+    suite = dm_control_suite()
+    domain = task_class(task).domain
+    name = task.removeprefix(f"dmc_{domain}_")
+    envs = [suite.load(domain, name, task_kwargs={"random": i}) for i in range(num_envs)]
+    stacks = []
+    for env in envs:
+        env.reset()
+        frame = env.physics.render(SIZE, SIZE, camera_id=0)
+        stacks.append([frame] * FRAMES)
+    spec = envs[0].action_spec()
+    actions = np.random.default_rng(0).uniform(spec.minimum, spec.maximum, (64, num_envs, spec.shape[0]))
+    step = [0]
+
+    def loop() -> None:
+        a = actions[step[0] % 64]
+        step[0] += 1
+        for i, env in enumerate(envs):
+            for _ in range(REPEAT):
+                if env.step(a[i]).last():
+                    env.reset()
+            stacks[i] = [*stacks[i][1:], env.physics.render(SIZE, SIZE, camera_id=0)]
+            np.concatenate([f.transpose(2, 0, 1) for f in stacks[i]], 0)
+
+    return loop
+
+
+def _unienv_loop(task: str, num_envs: int) -> tuple[Callable, dict, Callable]:
+    """unienv's step loop; the seconds it spends in steps and, within them, in rendering."""
+    env = unienv.make(task, obs="pixels", num_envs=num_envs, seed=0)
+    env.reset(seed=0)
+    actions = torch.rand((64, *env.action_space.shape), generator=torch.Generator().manual_seed(0)) * 2 - 1
+    sensor, spent, step = env.unwrapped._observer.sensor, {"step": 0.0, "render": 0.0}, [0]
+    draw = sensor.render
+
+    def timed_render(*args, **kwargs) -> None:
+        start = time.perf_counter()
+        draw(*args, **kwargs)
+        spent["render"] += time.perf_counter() - start
+
+    sensor.render = timed_render
+
+    def loop() -> None:
+        start = time.perf_counter()
+        env.step(actions[step[0] % 64])
+        spent["step"] += time.perf_counter() - start
+        step[0] += 1
+
+    return loop, spent, env.close
+
+
+def _best(loops: dict[str, Callable], seconds: float, rounds: int) -> dict[str, float]:
+    """Best calls per second of each loop over interleaved rounds."""
+    best = dict.fromkeys(loops, 0.0)
+    for loop in loops.values():
+        loop()  # warm: contexts, shaders, textures
+    for _ in range(rounds):
+        for name, loop in loops.items():
+            calls, start = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - start) < seconds or calls < 2:
+                loop()
+                calls += 1
+            best[name] = max(best[name], calls / elapsed)
+    return best
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_per_env(task: str, base: int = 4, more: int = 64) -> dict[str, float]:
+    """Resident bytes each env adds to a pixel env (after 5 steps), and its frames' bytes."""
+    sizes = {}
+    for n in (base, base + more):
+        gc.collect()
+        before = _rss()
+        env = unienv.make(task, obs="pixels", num_envs=n, seed=0)
+        env.reset(seed=0)
+        for _ in range(5):
+            obs = env.step(torch.zeros(env.action_space.shape))[0]
+        sizes[n] = _rss() - before
+        del obs
+        env.close()
+    return {"rss_per_env": (sizes[base + more] - sizes[base]) / more, "frame_bytes": SIZE * SIZE * 3 * FRAMES}
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(prog="python -m unienv.bench pixels", description=__doc__.split("\n")[0])
+    parser.add_argument("--task", default="dmc_cheetah_run")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--seconds", type=float, default=2.0, help="per loop per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--memory", action="store_true", help="also measure resident memory per env")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    cores = len(os.sched_getaffinity(0))
+    print(
+        f"{args.task} from pixels ({SIZE}x{SIZE}, {FRAMES} frames, action repeat {REPEAT}), "
+        f"{datetime.date.today()}, {cores} cores, MUJOCO_GL={os.environ.get('MUJOCO_GL')}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"{'envs':>5} {'dm_control':>11} {'unienv':>9} {'ratio':>6} {'render share':>13}   (env-steps/s)")
+    rows = []
+    for n in args.num_envs:
+        step, spent, close = _unienv_loop(args.task, n)
+        rates = _best(
+            {"dm_control": _dm_control_loop(args.task, n), "unienv": step}, args.seconds, args.rounds
+        )
+        close()
+        row = {
+            "num_envs": n,
+            "dm_control": rates["dm_control"] * n,
+            "unienv": rates["unienv"] * n,
+            "render_share": spent["render"] / spent["step"],
+        }
+        rows.append(row)
+        print(
+            f"{n:>5} {row['dm_control']:>11.1f} {row['unienv']:>9.1f} {row['unienv'] / row['dm_control']:>5.2f}x "
+            f"{100 * row['render_share']:>12.0f}%"
+        )
+    if args.memory:
+        memory = memory_per_env(args.task)
+        print(
+            f"resident memory per env: {memory['rss_per_env'] / 1e3:.0f} kB, its frames "
+            f"{memory['frame_bytes'] / 1e3:.1f} kB ({memory['rss_per_env'] / memory['frame_bytes']:.2f}x)"
+        )
+        rows.append(memory)
+    return rows
