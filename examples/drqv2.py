@@ -2,7 +2,7 @@
 
     python examples/drqv2.py                          # dmc_cartpole_swingup from 48x48 pixels, CPU
     python examples/drqv2.py --task dmc_walker_walk --size 84 --action-repeat 2 --total-steps 500000 \\
-        --backend mjwarp --device cuda --num-envs 16 --batch-size 256 --hidden 1024
+        --backend mjwarp --device cuda --num-envs 16 --batch-size 256 --hidden 1024   # (not yet run on a GPU)
 
 DrQ-v2 (Yarats et al. 2021) learns a deterministic policy and two Q functions on features of a
 convolutional encoder, from a stack of the last --frame-stack RGB frames. What makes it work from
