@@ -21,7 +21,8 @@ Invariants:
 - Random initial states and targets come from unienv's per-env streams, drawn by the
   same rules as dm_control's (not its numbers). A target that dm_control places by editing
   the model (reacher, finger turn, fish, swimmer) lives in the env's memory instead, so every env
-  has its own; the scene's marker stays where the MJCF puts it.
+  has its own; the scene's marker stays where the MJCF puts it, and camera images draw each
+  env's where its memory has it (`scene_marks`).
 """
 
 from __future__ import annotations

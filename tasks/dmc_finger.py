@@ -31,7 +31,6 @@ SPINNER_LENGTH = 0.13  # cap1's radius plus half-length: the target circle's rad
 
 
 class FingerTurnEasy(DMCTask):
-    pixels_unlike_state = "each env's target is in its memory, and dm_control hides the spin task's sites; the scene draws them as the MJCF has them"
     name = "dmc_finger_turn_easy"
     domain = "finger"
     sim_dt = 0.01
@@ -75,6 +74,14 @@ class FingerTurnEasy(DMCTask):
         x, z = HINGE[0] + SPINNER_LENGTH * self.xp.sin(angle), HINGE[1] + SPINNER_LENGTH * self.xp.cos(angle)
         return {"target": self.xp.concat((x, z), 1)}
 
+    def scene_marks(self, memory):
+        """Camera images draw each env's target (x, z in the spinner's plane), at its size."""
+        x, z = memory["target"][:, :1], memory["target"][:, 1:]
+        return {
+            "site_pos": {"target": self.xp.concat((x, 0.0 * x, z), 1)},
+            "site_size": {"target": 0.0 * x + self.target_radius},
+        }
+
 
 class FingerTurnHard(FingerTurnEasy):
     name = "dmc_finger_turn_hard"
@@ -82,8 +89,12 @@ class FingerTurnHard(FingerTurnEasy):
 
 
 def low_spinner_damping(root) -> None:
-    """finger.xml as dm_control's spin task runs it: the spinner hinge's damping at 0.03."""
+    """finger.xml as dm_control's spin task runs it: the spinner hinge's damping at 0.03, and
+    the target and tip sites hidden (alpha 0: no physics reads a site's colour)."""
     next(j for j in root.iter("joint") if j.get("name") == "hinge").set("damping", "0.03")
+    for site in root.iter("site"):
+        if site.get("name") in ("target", "tip"):
+            site.set("rgba", "0.5 0.5 0.5 0")
 
 
 class FingerSpin(FingerTurnEasy):
@@ -102,4 +113,7 @@ class FingerSpin(FingerTurnEasy):
         return r, {"spinning": r}
 
     def reset_memory(self, rng):
+        return {}
+
+    def scene_marks(self, memory):
         return {}

@@ -26,9 +26,6 @@ RADII = 0.005 + 0.04  # mouth and target
 
 
 class FishSwim(DMCTask):
-    pixels_unlike_state = (
-        "each env's target is in its memory; the scene draws its marker where the MJCF puts it"
-    )
     name = "dmc_fish_swim"
     domain = "fish"
     sim_dt = 0.004
@@ -85,3 +82,7 @@ class FishSwim(DMCTask):
             (3,), self.array([-0.4, -0.4, 0.1]), self.array([0.4, 0.4, 0.3]), dtype=self.dtype
         )
         return {"target": target}
+
+    def scene_marks(self, memory):
+        """Camera images draw each env's target where its memory has it."""
+        return {"geom_pos": {"target": memory["target"]}}

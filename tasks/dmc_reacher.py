@@ -19,9 +19,6 @@ FINGER_SIZE = 0.01  # the finger geom's radius
 
 
 class ReacherEasy(DMCTask):
-    pixels_unlike_state = (
-        "each env's target is in its memory; the scene draws its marker where the MJCF puts it"
-    )
     name = "dmc_reacher_easy"
     domain = "reacher"
     sim_dt = 0.02
@@ -53,6 +50,14 @@ class ReacherEasy(DMCTask):
         angle = rng.uniform((1,), 0.0, 2.0 * np.pi, dtype=self.dtype)
         radius = rng.uniform((1,), 0.05, 0.2, dtype=self.dtype)
         return {"target": self.xp.concat((radius * self.xp.sin(angle), radius * self.xp.cos(angle)), 1)}
+
+    def scene_marks(self, memory):
+        """Camera images draw each env's target, at dm_control's size for the task."""
+        target = memory["target"]
+        return {
+            "geom_pos": {"target": target},
+            "geom_size": {"target": target[:, :1] * 0.0 + self.target_size},
+        }
 
 
 class ReacherHard(ReacherEasy):

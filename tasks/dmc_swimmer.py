@@ -45,7 +45,6 @@ def add_links(root, links: int = LINKS) -> None:
 
 
 class SwimmerSwimmer6(DMCTask):
-    pixels_unlike_state = "each env's target (and the light dm_control moves with it) is in its memory; the scene draws them where the MJCF puts them"
     name = "dmc_swimmer_swimmer6"
     domain = "swimmer"
     sim_dt = 0.002
@@ -94,3 +93,8 @@ class SwimmerSwimmer6(DMCTask):
         box = xp.where(close, self.array(0.3), self.array(2.0))
         xy = box * rng.uniform((2,), -1.0, 1.0, dtype=self.dtype)
         return {"target": xp.concat((xy, xp.zeros((len(xy), 1), self.dtype) + 0.05), 1)}
+
+    def scene_marks(self, memory):
+        """Camera images draw each env's target, and the light dm_control moves with it, at its x, y."""
+        xy = memory["target"][:, :2]
+        return {"geom_pos": {"target": xy}, "light_pos": {"target_light": xy}}

@@ -108,8 +108,7 @@ def register_envs() -> None:
                 disable_env_checker=True,
             )
         pixels_id = env_id.removesuffix("-v0") + "-pixels-v0"
-        pixels = name in DMC_TASKS and not task_class(name).pixels_unlike_state
-        if pixels and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
+        if name in DMC_TASKS and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
             task = task_class(name)()
             gym.register(
                 id=pixels_id,

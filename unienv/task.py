@@ -115,9 +115,6 @@ class Task(abc.ABC):
     requires: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
-    # why camera observations of the scene would not show the task's state (a target kept in the
-    # env's memory, drawn where the MJCF puts it); obs="pixels" then refuses, saying so
-    pixels_unlike_state: str = ""
     # the robot's root body: its floating base, or the first moving body of a fixed-base robot;
     # a DR config names it "<root>" (the presets push it and shift its COM), so one config fits every task
     root_body: str | None = None
@@ -240,6 +237,13 @@ class Task(abc.ABC):
         them after each reset where the backend declares `mocap`, and renders them on every
         backend. None (the default) leaves them where the scene puts them."""
         return None
+
+    def scene_marks(self, memory: Reading) -> dict[str, dict[str, Any]]:
+        """What camera images draw per env that the scene file does not say: a target marker
+        kept in the memory, where dm_control edits its one model. {model field: {element name:
+        (N, k) values of its first k entries}}, e.g. {"geom_pos": {"target": xy}}; the renderer
+        writes them into its own copy of the model before drawing each env. {} by default."""
+        return {}
 
 
 def total(terms: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -86,6 +86,33 @@ def test_rgb_equals_dm_control_pixel_for_pixel_and_depth_mujocos(name):
     assert np.ptp(depth) > 0.1  # a scene in depth, not a blank
 
 
+MARKED = {  # tasks whose targets dm_control draws by editing its model: (domain, task), target
+    "dmc_reacher_hard": ("reacher", "hard", lambda p: p.named.model.geom_pos["target"][:2]),
+    "dmc_finger_turn_easy": ("finger", "turn_easy", lambda p: p.named.model.site_pos["target"][[0, 2]]),
+    "dmc_finger_spin": ("finger", "spin", None),
+    "dmc_fish_swim": ("fish", "swim", lambda p: p.named.model.geom_pos["target"]),
+    "dmc_swimmer_swimmer6": ("swimmer", "swimmer6", lambda p: [*p.named.model.geom_pos["target"][:2], 0.05]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MARKED))
+def test_targets_kept_in_memory_are_drawn_as_dm_control_draws_them(name):
+    """Each env's target (the task's scene_marks) at dm_control's place and size; spin's hidden sites."""
+    domain, task, target = MARKED[name]
+    physics = dm_physics(domain, task)
+    env = unienv.make(name, obs="pixels", num_envs=2, seed=0, pixels={"frame_stack": 1})
+    env.reset(seed=0)
+    qpos = torch.as_tensor(np.repeat(physics.data.qpos[None], 2, 0))
+    env.backend.set_state_tensor(torch.arange(2), qpos, torch.zeros(2, env.backend.nv, dtype=torch.float64))
+    if target is not None:
+        env.unwrapped._memory["target"][0] = target(physics)  # env 1 keeps its own target
+    obs = env.observe()
+    env.close()
+    reference = physics.render(84, 84, camera_id=0)
+    np.testing.assert_array_equal(obs[0].permute(1, 2, 0).numpy(), reference)
+    assert target is None or not np.array_equal(obs[1].permute(1, 2, 0).numpy(), reference)
+
+
 def test_segmentation_names_the_geoms_drawn():
     physics = dm_physics("cartpole", "swingup", steps=0)
     with backend_at("dmc_cartpole_swingup", physics.data.qpos.copy(), 1) as backend:

@@ -15,9 +15,11 @@ An observation is the one copy that orders the ring oldest first; nothing else i
 The terminal observation of an env reset within a step (SAME_STEP's info["final_obs"]) is
 the stack before its reset, copied only in a step that resets some env.
 
-The env calls the hooks `after_step()` (every env has a new state), `after_reset(mask)`
-(the envs of mask start episodes), and `observation(state)` / `outputs(...)` at its
-public boundary, where the state observation becomes the pixel one.
+The env calls the hooks `after_step(memory)` (every env has a new state), `after_reset(mask,
+memory)` (the envs of mask start episodes), and `observation(state)` / `outputs(...)` at its
+public boundary, where the state observation becomes the pixel one. The memory gives the
+task's `scene_marks` (each env's target, where the scene file cannot say it), drawn with
+every frame.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from unienv.errors import ArgumentError, CapabilityError, unknown_name
+from unienv.errors import ArgumentError, unknown_name
 from unienv.sensors import Camera, CameraSensor
 
 OBS = ("state", "pixels", "pixels+state")
@@ -82,11 +84,7 @@ def observer(obs: str, options, backend, task):
         if options is not None:
             raise ArgumentError('pixels: options for camera frames need obs="pixels" or "pixels+state"')
         return StateObservation()
-    if task.pixels_unlike_state:
-        raise CapabilityError(
-            f"obs={obs!r}: {task.name} cannot be observed from pixels: {task.pixels_unlike_state}"
-        )
-    return PixelObservation(obs, options, backend, task.single_observation_space)
+    return PixelObservation(obs, options, backend, task)
 
 
 def repeated(xp, reward, terms, terminated, step_reward, step_terms, step_terminated) -> tuple:
@@ -98,18 +96,23 @@ def repeated(xp, reward, terms, terminated, step_reward, step_terms, step_termin
     return reward, terms, terminated | step_terminated
 
 
+def _host(marks: dict) -> dict:
+    """The task's scene marks as NumPy arrays (the renderer's threads write them per env)."""
+    return {f: {k: np.asarray(torch.as_tensor(v).cpu()) for k, v in d.items()} for f, d in marks.items()}
+
+
 class StateObservation:
     """The task's observation as it is (obs="state"): every hook does nothing."""
 
     single_observation_space = None
 
-    def after_step(self) -> None:
+    def after_step(self, memory) -> None:
         pass
 
-    def after_reset(self, mask) -> None:
+    def after_reset(self, mask, memory) -> None:
         pass
 
-    def observation(self, state, redraw: bool = False):
+    def observation(self, state, memory=None):
         return state
 
     def outputs(self, *outputs) -> tuple:
@@ -122,7 +125,7 @@ class StateObservation:
 class PixelObservation:
     """Stacked camera frames of every env; see the module docstring."""
 
-    def __init__(self, obs: str, options: PixelOptions | Mapping | None, backend, state_space: gym.Space):
+    def __init__(self, obs: str, options: PixelOptions | Mapping | None, backend, task):
         options = PixelOptions.of(options)
         stack = options.frame_stack
         if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
@@ -133,33 +136,41 @@ class PixelObservation:
         c, h, w = image.shape
         pixels = gym.spaces.Box(0, 255, (c * stack, h, w), np.uint8)
         self.single_observation_space = (
-            gym.spaces.Dict({"pixels": pixels, "state": state_space}) if self.with_state else pixels
+            gym.spaces.Dict({"pixels": pixels, "state": task.single_observation_space})
+            if self.with_state
+            else pixels
         )
         self._ring = self.sensor.empty(n, stack)["rgb"]  # (N, frames, C, H, W)
         self._head = 0  # the slot of the newest frame, every env's
         self._in_step = False
         self._final: torch.Tensor | None = None
+        self._task, self._marks = task, {}
 
-    def after_step(self) -> None:
+    def _draw(self, out: torch.Tensor, env_ids=None) -> None:
+        self.sensor.render({"rgb": out}, env_ids, self._marks)
+
+    def after_step(self, memory) -> None:
         """Every env has a new state: draw it into the next slot of its ring."""
+        self._marks = _host(self._task.scene_marks(memory))
         self._head = (self._head + 1) % self.frames
-        self.sensor.render({"rgb": self._ring[:, self._head]})
+        self._draw(self._ring[:, self._head])
         self._in_step, self._final = True, None
 
-    def after_reset(self, mask) -> None:
+    def after_reset(self, mask, memory) -> None:
         """The envs of `mask` start an episode: their rings hold only its first frame. A
         host mask (NumPy) draws those envs; a device mask draws every env and writes the
         masked rows, reading nothing on the host."""
         if self._in_step:  # the stacks they ended with, SAME_STEP's final observation
             self._final = self._stacked()
+        self._marks = _host(self._task.scene_marks(memory))
         if isinstance(mask, np.ndarray):
             env_ids = np.flatnonzero(mask)
             first = self.sensor.empty(len(env_ids))["rgb"]
-            self.sensor.render({"rgb": first}, env_ids)
+            self._draw(first, env_ids)
             self._ring[torch.from_numpy(env_ids)] = first[:, None]
         else:
             first = self.sensor.empty(len(mask))["rgb"]
-            self.sensor.render({"rgb": first})
+            self._draw(first)
             self._ring.copy_(torch.where(mask.view(-1, 1, 1, 1, 1), first[:, None], self._ring))
 
     def _stacked(self) -> torch.Tensor:
@@ -167,11 +178,12 @@ class PixelObservation:
         order = [(self._head + 1 + i) % self.frames for i in range(self.frames)]
         return torch.cat([self._ring[:, i] for i in order], dim=1)
 
-    def observation(self, state: torch.Tensor, redraw: bool = False) -> Any:
+    def observation(self, state: torch.Tensor, memory=None) -> Any:
         """The observation of the envs' current frames; state: the task's observation;
-        redraw: draw the newest frame again (the state was written since it was drawn)."""
-        if redraw:
-            self.sensor.render({"rgb": self._ring[:, self._head]})
+        memory: given, the newest frame is drawn again (the state was written since)."""
+        if memory is not None:
+            self._marks = _host(self._task.scene_marks(memory))
+            self._draw(self._ring[:, self._head])
         self._in_step = False
         pixels = self._stacked()
         return {"pixels": pixels, "state": state} if self.with_state else pixels

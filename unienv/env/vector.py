@@ -211,7 +211,7 @@ class UniEnv(VectorEnv):
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
         self._midway = False
-        return self._observer.observation(self._path.tensor(obs), redraw=True), {}
+        return self._observer.observation(self._path.tensor(obs)), {}
 
     def _reset_envs(self, mask, obs):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
@@ -234,7 +234,7 @@ class UniEnv(VectorEnv):
         pose = task.mocap_pose(self._memory) if self._mocap else None
         if pose is not None:  # the task's mocap bodies, where the backend moves them per env
             path.write_mocap(selection, pose)
-        self._observer.after_reset(mask)
+        self._observer.after_reset(mask, self._memory)
         path.clear(self._return, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
@@ -258,7 +258,7 @@ class UniEnv(VectorEnv):
         """
         self._reading = self._path.keep(self._reading, self.task.read(self.backend))
         obs = self._finish_obs(self.task.observe(self._reading, self._memory), None)
-        return self._observer.observation(self._path.tensor(obs), redraw=True)
+        return self._observer.observation(self._path.tensor(obs), self._memory)
 
     def dr_params(self) -> dict[str, torch.Tensor]:
         """Each DR term's current per-env values, (num_envs, E); {} without DR."""
@@ -316,7 +316,7 @@ class UniEnv(VectorEnv):
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
             self._reading = before = path.keep(self._reading, reading)
         reward, terms, terminated = outcome
-        self._observer.after_step()
+        self._observer.after_step(self._memory)
         self._length += 1
         truncated = self._length >= self.max_episode_steps
         obs = self._finish_obs(task.observe(reading, self._memory), None)

@@ -54,8 +54,16 @@ class PoolCameras:
         threads = default_threads(backend.num_envs) if threads is None else threads
         self.pool = RenderPool(model, width, height, threads)
 
-    def render(self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None) -> None:
-        """Draw the envs `env_ids` (all: None) into out[modality][k] for the k-th of them."""
+    def render(
+        self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None, marks: Mapping | None = None
+    ) -> None:
+        """Draw the envs `env_ids` (all: None) into out[modality][k] for the k-th of them;
+        marks: {model field: {element name: (num_envs, k) values}} to draw each env with."""
+        edits = [
+            (field, self._id(field, name), values if env_ids is None else values[env_ids])
+            for field, named in (marks or {}).items()
+            for name, values in named.items()
+        ]
         qpos = self.backend.get_state_views()["qpos"].numpy()
         mocap = tuple(t.numpy() for t in self.backend.get_mocap_views()) if self._mocap else None
         views = self.views
@@ -63,7 +71,12 @@ class PoolCameras:
             qpos = qpos[env_ids]
             mocap = None if mocap is None else (mocap[0][env_ids], mocap[1][env_ids])
             views = views if len(views) == 1 else [views[i] for i in env_ids]
-        self.pool.render(qpos, views, {k: v.numpy() for k, v in out.items()}, mocap)
+        self.pool.render(qpos, views, {k: v.numpy() for k, v in out.items()}, mocap, edits)
+
+    def _id(self, field: str, name: str) -> int:
+        """The id of the element `name` of the model field `field` ("geom_pos": a geom's)."""
+        kind = field.split("_")[0]
+        return int(mujoco.mj_name2id(self.pool.model, getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}"), name))
 
     def close(self) -> None:
         self.pool.close()

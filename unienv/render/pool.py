@@ -29,6 +29,7 @@ set and install.
 
 from __future__ import annotations
 
+import copy
 import os
 import queue
 import threading
@@ -76,7 +77,9 @@ def _gl_context(model: mujoco.MjModel, width: int, height: int):
         ) from error
 
 
-_GL_LIMIT = [16384]  # replaced by the GL implementation's own limit at the first context
+# the largest image side: 16384 (Mesa's llvmpipe's, and the most a GL implementation unienv
+# knows takes) until the first context reads its implementation's own GL_MAX_RENDERBUFFER_SIZE
+_GL_LIMIT = [16384]
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,8 @@ class _Worker:
             from OpenGL import GL
 
             _GL_LIMIT[0] = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
-            self.model, self.data = model, mujoco.MjData(model)
+            self.model = copy.copy(model)  # its own: edits write per-env marks into it
+            self.data = mujoco.MjData(self.model)
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
             self.context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR  # as mujoco.Renderer reads
             self.scene = mujoco.MjvScene(model, maxgeom)
@@ -146,9 +150,11 @@ class _Worker:
         self.context.free()
         gl.free()
 
-    def _draw(self, qpos, mocap, views, out, rows) -> None:
+    def _draw(self, qpos, mocap, views, out, rows, edits) -> None:
         m, d = self.model, self.data
         for k in rows:
+            for field, element, values in edits:
+                getattr(m, field)[element, : values.shape[1]] = values[k]
             d.qpos[:] = qpos[k]
             if mocap is not None:
                 d.mocap_pos[:], d.mocap_quat[:] = mocap[0][k], mocap[1][k]
@@ -229,10 +235,10 @@ class RenderPool:
         try:
             for _ in range(threads):
                 self._workers.append(_Worker(model, width, height, maxgeom))
+            check_size(width, height)  # against the GL implementation's own limit, now known
         except BaseException:
             self.close()
             raise
-        check_size(width, height)  # against the GL implementation's own limit, now known
 
     @property
     def threads(self) -> int:
@@ -244,16 +250,19 @@ class RenderPool:
         views: Sequence[View],
         out: Mapping[str, np.ndarray],
         mocap: tuple[np.ndarray, np.ndarray] | None = None,
+        edits: Sequence[tuple[str, int, np.ndarray]] = (),
     ) -> None:
         """Draw row k of qpos (k, nq) from views[k % len(views)] into out[...][k]: "rgb"
         (k, H, W, 3) uint8, "depth" (k, H, W) float32 metres, "segmentation" (k, H, W) int32
-        geom ids; mocap: the rows' (k, nmocap, 3) positions and (k, nmocap, 4) quaternions."""
+        geom ids; mocap: the rows' (k, nmocap, 3) positions and (k, nmocap, 4) quaternions;
+        edits: (model field, element id, (k, m) values) written into the first m entries of
+        that element's field in each worker's copy of the model before drawing row k."""
         if not self._workers:
             raise RuntimeError("render: this render pool is closed")
         blocks = np.array_split(np.arange(len(qpos)), len(self._workers))
         busy = [(w, rows) for w, rows in zip(self._workers, blocks, strict=True) if len(rows)]
         for w, rows in busy:
-            w.jobs.put((qpos, mocap, views, out, rows))
+            w.jobs.put((qpos, mocap, views, out, rows, edits))
         errors = [w.done.get() for w, _ in busy]
         for error in errors:
             if error is not None:

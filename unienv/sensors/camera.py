@@ -157,10 +157,16 @@ class CameraSensor:
             for m in self.camera.modalities
         }
 
-    def render(self, out: Mapping[str, torch.Tensor], env_ids: Sequence[int] | None = None) -> None:
-        """Draw the envs `env_ids` (None: all) into out[modality] (k, *image shape), in place."""
+    def render(
+        self,
+        out: Mapping[str, torch.Tensor],
+        env_ids: Sequence[int] | None = None,
+        marks: Mapping | None = None,
+    ) -> None:
+        """Draw the envs `env_ids` (None: all) into out[modality] (k, *image shape), in place;
+        marks: per-env model values to draw them with, every env's (`Task.scene_marks`)."""
         hwc = {m: self._hwc(m, t) for m, t in out.items()}
-        self.renderer.render(hwc, None if env_ids is None else np.asarray(env_ids))
+        self.renderer.render(hwc, None if env_ids is None else np.asarray(env_ids), marks or {})
 
     def _hwc(self, modality: str, images: torch.Tensor) -> torch.Tensor:
         """A (k, H, W, 3) or (k, H, W) view of (k, *image shape) images, as renderers write."""
