@@ -136,3 +136,11 @@ def test_the_pixel_env_on_mjwarp_makes_no_host_sync_and_restarts_stacks():
     obs, _ = env.reset(options={"reset_mask": torch.tensor([True, False], device=env.device)})
     assert torch.equal(obs[0, :3], obs[0, 6:]) and not torch.equal(obs[1, :3], obs[1, 6:])
     env.close()
+
+
+def test_a_task_whose_targets_live_in_memory_is_refused_on_mjwarp():
+    """reacher's target is drawn per env from memory on mujoco; the ray tracer cannot yet."""
+    env = unienv.make("dmc_reacher_easy", backend="mjwarp", device=MJWARP_DEVICE, obs="pixels", num_envs=1)
+    with pytest.raises(CapabilityError, match=r"does not yet draw a task's per-env scene marks \(geom_pos"):
+        env.reset(seed=0)
+    env.close()

@@ -76,8 +76,16 @@ class WarpCameras:
         self._mjw.refit_bvh(b._m, b._d, self._rc)
         self._mjw.render(b._m, b._d, self._rc)
 
-    def render(self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None) -> None:
-        """Draw every world at its current state; out[modality][k] gets the k-th of env_ids (all: None)."""
+    def render(
+        self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None, marks: Mapping | None = None
+    ) -> None:
+        """Draw every world at its current state; out[modality][k] gets the k-th of env_ids (all: None).
+        marks (a task's per-env targets, `Task.scene_marks`) are not drawn yet: refused."""
+        if marks:
+            raise CapabilityError(
+                f"cameras: the mjwarp backend does not yet draw a task's per-env scene marks "
+                f"({', '.join(marks)}: targets kept in memory); use backend='mujoco' for this task's pixels"
+            )
         b = self._backend
         b._refresh()  # a step leaves poses of its last substep's start: bring them to the state
         if not self._warm:  # the first render compiles the tracer's kernels, outside any capture
