@@ -105,6 +105,6 @@ def test_channels_last_and_a_free_camera_tracking_a_body():
 
 
 def test_an_engine_without_a_camera_renderer_refuses_at_construction():
-    """Refused before the backend is built (so without building MuJoCo Warp's kernels)."""
-    with pytest.raises(CapabilityError, match="the mjwarp backend renders no camera images yet"):
-        unienv.make("dmc_cartpole_swingup", backend="mjwarp", device="cpu", obs="pixels")
+    """Refused before the backend is built (so without building a Genesis scene), with the reason."""
+    with pytest.raises(CapabilityError, match=r"the genesis backend renders no camera images: .*gs-madrona"):
+        unienv.make("dmc_cartpole_swingup", backend="genesis", device="cpu", obs="pixels")

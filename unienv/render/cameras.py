@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 import torch
 
+from unienv.backends.mjwarp_render import WarpCameras
 from unienv.errors import CapabilityError
 from unienv.render.pool import RenderPool, View
 
@@ -81,7 +82,18 @@ class PoolCameras:
         self.pool.close()
 
 
-RENDERERS = {"mujoco": PoolCameras}
+RENDERERS = {"mujoco": PoolCameras, "mjwarp": WarpCameras}
+
+# why an engine's own cameras do not serve camera observations (measured with Genesis 1.4.5)
+REFUSALS = {
+    "genesis": (
+        "Genesis draws every env in one call only with its BatchRenderer (the gs-madrona package: "
+        "CUDA on Linux x86-64; not installed); its Rasterizer draws one env at a time through "
+        "OpenGL from poses copied to the host (a host sync per frame), and its cameras must exist "
+        "before the scene is built (here a build with one took 15 min). Use backend='mjwarp' or "
+        "'mujoco' for pixels"
+    ),
+}
 
 
 def require_renderer(backend: str) -> type:
@@ -89,8 +101,9 @@ def require_renderer(backend: str) -> type:
     the backends that have one (checked before a backend is built, and again by camera_renderer)."""
     cls = RENDERERS.get(backend)
     if cls is None:
+        why = REFUSALS.get(backend, "no renderer is written for it")
         raise CapabilityError(
-            f"cameras: the {backend} backend renders no camera images yet "
+            f"cameras: the {backend} backend renders no camera images: {why} "
             f"(camera observations run on: {', '.join(RENDERERS)})"
         )
     return cls

@@ -1,0 +1,327 @@
+"""DrQ-v2 in one file, CleanRL-style: DDPG from pixels with random shifts, on unienv's pixel envs.
+
+    python examples/drqv2.py                          # dmc_cartpole_swingup from 48x48 pixels, CPU
+    python examples/drqv2.py --task dmc_walker_walk --size 84 --action-repeat 2 --total-steps 500000 \\
+        --backend mjwarp --device cuda --num-envs 16 --batch-size 256 --hidden 1024   # (not yet run on a GPU)
+
+DrQ-v2 (Yarats et al. 2021) learns a deterministic policy and two Q functions on features of a
+convolutional encoder, from a stack of the last --frame-stack RGB frames. What makes it work from
+pixels, all of it here:
+- Augmentation: every image of a minibatch is shifted by a random whole number of pixels (up to
+  size/21, 4 at 84x84) after padding its border by replication; the encoder learns from the
+  critic's loss only, on the shifted images.
+- Returns over --n-step steps: the target is r_t + g r_t+1 + g^2 r_t+2 + g^3 min Q'(o_t+3, a'),
+  cut where an episode ends, with a clipped Gaussian on the target action a' (TD3's smoothing).
+- Exploration: the action is the policy's plus a Gaussian whose std falls linearly from
+  --std-start to --std-end over the first --std-steps env steps; the first --learning-starts take
+  uniform random actions.
+- Replay buffer: a ring of the env's own uint8 observations on the env's device, (steps, num_envs,
+  3 * frame_stack, size, size), converted to float only for the minibatch. The env resets an
+  ended episode on the step after it (NEXT_STEP autoreset), so the slot after an episode's last
+  step holds its real last observation and n-step returns read consecutive slots of one env.
+
+The defaults fit a CPU (small images, a small encoder, one network thread); DrQ-v2's own settings
+(84x84, action repeat 2, batch 256, 1024 hidden units) are the flags above. At the end the policy
+(without noise) and a uniform random policy are each run on --eval-envs fresh envs for one full
+episode and the figures printed on one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from gymnasium.vector import AutoresetMode
+from torch import nn
+from torch.nn import functional as F
+
+import unienv
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="dmc_cartpole_swingup")
+    p.add_argument("--backend", default="mujoco")
+    p.add_argument("--device", default=None, help="default: the backend's")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-envs", type=int, default=4)
+    p.add_argument("--size", type=int, default=48, help="image height and width (DrQ-v2: 84)")
+    p.add_argument("--frame-stack", type=int, default=3)
+    p.add_argument("--action-repeat", type=int, default=8, help="physics steps per action (DrQ-v2: 2)")
+    p.add_argument("--total-steps", type=int, default=6_000, help="env steps in all (every env's)")
+    p.add_argument("--buffer-size", type=int, default=10_000, help="transitions the replay buffer keeps")
+    p.add_argument("--learning-starts", type=int, default=1_000, help="env steps of random actions first")
+    p.add_argument("--updates-per-step", type=int, default=2, help="gradient updates per vector env step")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--channels", type=int, default=32, help="of each conv layer")
+    p.add_argument("--feature-dim", type=int, default=50, help="the trunk's output")
+    p.add_argument("--hidden", type=int, default=256, help="width of the actor's and critics' MLPs")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--gamma", type=float, default=0.99)
+    p.add_argument("--n-step", type=int, default=3)
+    p.add_argument("--tau", type=float, default=0.01, help="Polyak step of the target critics")
+    p.add_argument("--std-start", type=float, default=1.0)
+    p.add_argument("--std-end", type=float, default=0.1)
+    p.add_argument("--std-steps", type=int, default=4_000, help="env steps over which the std falls")
+    p.add_argument("--std-clip", type=float, default=0.3, help="of the noise on target actions")
+    p.add_argument("--log-every", type=int, default=500, help="env steps between progress lines")
+    p.add_argument("--eval-envs", type=int, default=8, help="0: no final evaluation")
+    return p.parse_args(argv)
+
+
+def make_env(args: argparse.Namespace, num_envs: int, **kwargs):
+    return unienv.make(
+        args.task,
+        backend=args.backend,
+        num_envs=num_envs,
+        device=args.device,
+        obs="pixels",
+        pixels={"width": args.size, "height": args.size, "frame_stack": args.frame_stack},
+        action_repeat=args.action_repeat,
+        **kwargs,
+    )
+
+
+def random_shift(images: torch.Tensor, pad: int) -> torch.Tensor:
+    """Each image (B, C, H, W) shifted by its own random (dy, dx) in [-pad, pad], edges replicated."""
+    b, _, h, w = images.shape
+    padded = F.pad(images, (pad, pad, pad, pad), mode="replicate")
+    dy, dx = torch.randint(0, 2 * pad + 1, (2, b, 1), device=images.device)
+    rows = (torch.arange(h, device=images.device) + dy)[:, :, None]  # (B, H, 1)
+    cols = (torch.arange(w, device=images.device) + dx)[:, None, :]  # (B, 1, W)
+    return padded[torch.arange(b, device=images.device)[:, None, None], :, rows, cols].permute(0, 3, 1, 2)
+
+
+class Encoder(nn.Module):
+    """Convolutions over the stacked frames, scaled from uint8 to [-0.5, 0.5]; a flat feature vector."""
+
+    def __init__(self, in_channels: int, size: int, channels: int):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(in_channels, channels, 3, stride=2), nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, stride=2), nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )  # fmt: skip
+        self.repr_dim = self.net(torch.zeros(1, in_channels, size, size)).shape[1]
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.net(images / 255.0 - 0.5)
+
+
+def trunk(repr_dim: int, feature_dim: int) -> nn.Sequential:
+    """The encoder's features down to feature_dim, layer-normalised and squashed (DrQ-v2's trunk)."""
+    return nn.Sequential(nn.Linear(repr_dim, feature_dim), nn.LayerNorm(feature_dim), nn.Tanh())
+
+
+def mlp(n_in: int, n_out: int, hidden: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_out)
+    )
+
+
+class Actor(nn.Module):
+    """A deterministic policy in [-1, 1] on the encoder's (detached) features."""
+
+    def __init__(self, repr_dim: int, act_dim: int, feature_dim: int, hidden: int):
+        super().__init__()
+        self.trunk, self.policy = trunk(repr_dim, feature_dim), mlp(feature_dim, act_dim, hidden)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.policy(self.trunk(features)))
+
+
+class Critic(nn.Module):
+    """Two Q functions on one trunk: (2, batch)."""
+
+    def __init__(self, repr_dim: int, act_dim: int, feature_dim: int, hidden: int):
+        super().__init__()
+        self.trunk = trunk(repr_dim, feature_dim)
+        self.qs = nn.ModuleList([mlp(feature_dim + act_dim, 1, hidden) for _ in range(2)])
+
+    def forward(self, features: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        x = torch.cat((self.trunk(features), actions), dim=-1)
+        return torch.stack([q(x).squeeze(-1) for q in self.qs])
+
+
+def noisy(actions: torch.Tensor, std: float, clip: float | None = None) -> torch.Tensor:
+    """actions plus a Gaussian of std (clipped to +-clip where given), kept in [-1, 1].
+
+    The bound is applied straight through (DrQ-v2's truncated normal): the gradient reaches a
+    policy whose action sits at the bound, which a plain clamp would cut off and leave stuck there.
+    """
+    noise = std * torch.randn_like(actions)
+    if clip is not None:
+        noise = noise.clamp(-clip, clip)
+    x = actions + noise
+    return x + (x.clamp(-1.0, 1.0) - x).detach()
+
+
+class ReplayBuffer:
+    """A ring of env steps (steps, num_envs, ...) on one device; samples n-step transitions.
+
+    Slot t of env e holds the observation an action was taken in, that action, its reward and
+    whether the episode terminated or ended there. With NEXT_STEP autoreset the slot after an
+    episode's end holds its last observation and a reset step (not a transition: `valid` False).
+    """
+
+    def __init__(self, size: int, num_envs: int, obs_shape, act_dim: int, device: torch.device):
+        self.steps, self.num_envs, self.written = max(1, size // num_envs), num_envs, 0
+        shape = (self.steps, num_envs)
+        self.obs = torch.zeros(*shape, *obs_shape, dtype=torch.uint8, device=device)
+        self.actions = torch.zeros(*shape, act_dim, device=device)
+        self.rewards = torch.zeros(shape, device=device)
+        self.terminated = torch.zeros(shape, dtype=torch.bool, device=device)
+        self.done = torch.zeros(shape, dtype=torch.bool, device=device)
+        self.valid = torch.zeros(shape, dtype=torch.bool, device=device)
+
+    def add(self, obs, actions, rewards, terminated, done, valid) -> None:
+        """One env step of every env, overwriting the oldest when full."""
+        t = self.written % self.steps
+        self.obs[t], self.actions[t], self.rewards[t] = obs, actions, rewards
+        self.terminated[t], self.done[t], self.valid[t] = terminated, done, valid
+        self.written += 1
+
+    def sample(self, batch: int, n_step: int, gamma: float) -> tuple[torch.Tensor, ...]:
+        """(obs, action, n-step return, discount, next obs, valid) of batch random transitions.
+
+        The return sums n_step rewards or up to the episode's end; next obs is the observation
+        after the last of them; discount is gamma to the steps summed, 0 where it terminated.
+        """
+        oldest = max(0, self.written - self.steps)
+        device = self.obs.device
+        start = torch.randint(oldest, self.written - n_step, (batch,), device=device)  # room for n + 1 slots
+        env = torch.randint(self.num_envs, (batch,), device=device)
+        steps = (start[:, None] + torch.arange(n_step, device=device)) % self.steps  # (B, n)
+        done = self.done[steps, env[:, None]]
+        alive = torch.cat((torch.ones_like(done[:, :1]), ~done[:, :-1]), 1).cumprod(1).bool()  # (B, n)
+        powers = gamma ** torch.arange(n_step, device=device, dtype=torch.float32)
+        reward = (self.rewards[steps, env[:, None]] * powers * alive).sum(1)
+        last = alive.sum(1) - 1  # the step the return stops at: n_step - 1 or the episode's end
+        ended = self.terminated[steps, env[:, None]].gather(1, last[:, None]).squeeze(1)
+        discount = gamma ** (last + 1).float() * ~ended
+        t = start % self.steps
+        next_t = (start + last + 1) % self.steps
+        return (
+            self.obs[t, env],
+            self.actions[t, env],
+            reward,
+            discount,
+            self.obs[next_t, env],
+            self.valid[t, env],
+        )
+
+
+def train(args: argparse.Namespace) -> dict:
+    """Train, then evaluate; returns the figures printed at the end."""
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # the small convolutions run fastest on one thread beside the renderer
+    env = make_env(args, args.num_envs, seed=args.seed, autoreset_mode=AutoresetMode.NEXT_STEP)
+    device, n = env.device, args.num_envs
+    obs_shape, act_dim = env.single_observation_space.shape, env.single_action_space.shape[0]
+    pad = max(1, args.size // 21)
+
+    encoder = Encoder(obs_shape[0], args.size, args.channels).to(device)
+    actor = Actor(encoder.repr_dim, act_dim, args.feature_dim, args.hidden).to(device)
+    critic = Critic(encoder.repr_dim, act_dim, args.feature_dim, args.hidden).to(device)
+    target = Critic(encoder.repr_dim, act_dim, args.feature_dim, args.hidden).to(device)
+    target.load_state_dict(critic.state_dict())
+    critic_optimizer = torch.optim.Adam([*encoder.parameters(), *critic.parameters()], lr=args.lr)
+    actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.lr)
+    buffer = ReplayBuffer(args.buffer_size, n, obs_shape, act_dim, device)
+
+    def std_at(env_steps: int) -> float:
+        fraction = min(1.0, env_steps / args.std_steps)
+        return args.std_start + fraction * (args.std_end - args.std_start)
+
+    def update(std: float) -> None:
+        obs, actions, reward, discount, next_obs, valid = buffer.sample(
+            args.batch_size, args.n_step, args.gamma
+        )
+        features = encoder(random_shift(obs.float(), pad))
+        with torch.no_grad():
+            next_features = encoder(random_shift(next_obs.float(), pad))
+            next_actions = noisy(actor(next_features), std, args.std_clip)
+            q_target = reward + discount * target(next_features, next_actions).min(0).values
+        weight = valid.float()  # reset steps are not transitions
+        critic_loss = ((critic(features, actions) - q_target).square() * weight).sum() / weight.sum().clamp(
+            min=1
+        )
+        critic_optimizer.zero_grad()
+        critic_loss.backward()
+        critic_optimizer.step()
+
+        features = features.detach()  # the actor does not train the encoder
+        actor_loss = -critic(features, noisy(actor(features), std, args.std_clip)).min(0).values.mean()
+        actor_optimizer.zero_grad()
+        actor_loss.backward()
+        actor_optimizer.step()
+        with torch.no_grad():  # Polyak averaging of the target critics
+            for p, p_target in zip(critic.parameters(), target.parameters(), strict=True):
+                p_target.lerp_(p, args.tau)
+
+    obs, _ = env.reset(seed=args.seed)
+    resetting = torch.zeros(n, dtype=torch.bool, device=device)  # this step resets the env (NEXT_STEP)
+    ended_return = torch.zeros((), dtype=torch.float64, device=device)  # since the last progress line
+    ended_count = torch.zeros((), dtype=torch.int64, device=device)
+    vector_steps = max(1, args.total_steps // n)
+    start, logged, mean = time.perf_counter(), 0, float("nan")
+    for step in range(1, vector_steps + 1):
+        std = std_at(step * n)
+        if step * n <= args.learning_starts:
+            actions = 2 * torch.rand(n, act_dim, device=device) - 1
+        else:
+            with torch.no_grad():
+                actions = noisy(actor(encoder(obs.float())), std)
+        next_obs, reward, terminated, truncated, info = env.step(actions)
+        done = terminated | truncated
+        buffer.add(obs, actions, reward.float(), terminated, done, ~resetting)
+        if "episode_stats" in info:
+            ended = info["_episode_stats"]
+            ended_return += torch.where(ended, info["episode_stats"]["r"], 0.0).sum()
+            ended_count += ended.sum()
+        obs, resetting = next_obs, done
+        if step * n > args.learning_starts:
+            for _ in range(args.updates_per_step):
+                update(std)
+        if step * n - logged >= args.log_every or step == vector_steps:
+            logged = step * n
+            count = int(ended_count)  # the loop's one read of the device, once per line
+            mean = float(ended_return) / count if count else float("nan")
+            ended_return.zero_()
+            ended_count.zero_()
+            print(
+                f"steps {step * n}  return ({count} episodes) {mean:.1f}  std {std:.2f}  "
+                f"{time.perf_counter() - start:.0f} s",
+                flush=True,
+            )
+    seconds = time.perf_counter() - start
+    result = {"env_steps": vector_steps * n, "seconds": seconds, "train_return": mean}
+    if args.eval_envs:
+        result["eval_return"] = evaluate(args, lambda o: actor(encoder(o.float())))
+        result["random_return"] = evaluate(
+            args, lambda o: 2 * torch.rand(len(o), act_dim, device=o.device) - 1
+        )
+    print(", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))
+    env.close()
+    return result
+
+
+def evaluate(args: argparse.Namespace, policy) -> float:
+    """Mean return of policy over one full episode of each of --eval-envs fresh envs."""
+    env = make_env(args, args.eval_envs)
+    obs, _ = env.reset(seed=args.seed + 10_000)
+    returns = torch.full((args.eval_envs,), float("nan"), dtype=torch.float64)
+    for _ in range(env.max_episode_steps):
+        with torch.no_grad():
+            obs, _, _, _, info = env.step(policy(obs))
+        if "final_info" in info:
+            ended = info["final_info"]["_episode_stats"].cpu() & returns.isnan()
+            returns[ended] = info["final_info"]["episode_stats"]["r"].cpu().double()[ended]
+    env.close()
+    return float(returns.mean())  # every env's first episode ends within max_episode_steps
+
+
+if __name__ == "__main__":
+    train(parse_args())

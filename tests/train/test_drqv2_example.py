@@ -1,0 +1,55 @@
+"""examples/drqv2.py: run as a user runs it for a few steps, and its replay buffer's n-step returns."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import torch
+
+EXAMPLE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "drqv2.py"
+)
+
+
+def example():
+    spec = importlib.util.spec_from_file_location("drqv2", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_drqv2_runs_from_pixels_and_updates(tmp_path):
+    """60 env steps on 2 envs of 32x32 frames, the last 30 with updates; writes nothing."""
+    args = ["--num-envs", "2", "--size", "32", "--total-steps", "60", "--learning-starts", "30"]
+    args += ["--batch-size", "8", "--log-every", "30", "--eval-envs", "0"]
+    done = subprocess.run(
+        [sys.executable, EXAMPLE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(re.findall(r"^steps \d+", done.stdout, re.M)) == 2, done.stdout
+    assert "env_steps 60" in done.stdout.strip().splitlines()[-1]
+    assert os.listdir(tmp_path) == []
+
+
+def test_n_step_returns_stop_at_an_episode_end_and_skip_reset_steps():
+    drq = example()
+    buffer = drq.ReplayBuffer(8, 1, (1,), 1, torch.device("cpu"))
+    # slots 0..5 of one env: obs = slot index, reward 1, 2, 4, 8, 16, 32; the episode ends
+    # (truncated) at slot 1, so slot 2 holds its last obs and a reset step, slot 3 starts anew
+    for t in range(6):
+        done = torch.tensor([t == 1])
+        buffer.add(torch.full((1, 1), t, dtype=torch.uint8), torch.zeros(1, 1), torch.tensor([2.0**t]),
+                   torch.tensor([False]), done, torch.tensor([t != 2]))  # fmt: skip
+    obs, _, reward, discount, next_obs, valid = buffer.sample(512, n_step=2, gamma=0.5)
+    for t, want_reward, want_discount, want_next in [
+        (0, 1 + 0.5 * 2, 0.25, 2),
+        (1, 2, 0.5, 2),
+        (3, 8 + 0.5 * 16, 0.25, 5),
+    ]:
+        rows = obs[:, 0] == t
+        assert rows.any()
+        assert (reward[rows] == want_reward).all() and (discount[rows] == want_discount).all()
+        assert (next_obs[rows, 0] == want_next).all() and valid[rows].all()
+    assert not valid[obs[:, 0] == 2].any() and (obs[:, 0] <= 3).all()  # room for n + 1 slots
