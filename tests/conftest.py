@@ -7,6 +7,9 @@ them.
 - MuJoCo appends its warnings (those of the divergence tests, say) to MUJOCO_LOG.TXT in the
   working directory. One that this run created in the checkout is moved into the run's temp
   directory at the end, and the summary says where.
+- PyOpenGL fixes its platform when it is first imported, and Genesis imports it on import (at
+  collection); dm_control's EGL renderer, the pixel tests' reference, then fails unless that
+  platform is EGL. So, where the run renders through EGL, it is set to EGL before any import.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+
+if os.environ.get("MUJOCO_GL", "egl") == "egl" and not os.environ.get("DISPLAY"):
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MUJOCO_LOG = os.path.join(ROOT, "MUJOCO_LOG.TXT")
