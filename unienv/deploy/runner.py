@@ -184,7 +184,7 @@ def robot_facts(model: mujoco.MjModel, root: str) -> dict:
         "joints": [jnt[a] for a in actuators],
         "joint_range": {jnt[a]: _g(model.jnt_range[model.actuator_trnid[a, 0]]) for a in actuators},
         "kp": {n: _g(model.actuator_gainprm[a, 0])[0] for n, a in zip(act, actuators, strict=True)},
-        "kd": {n: _g(-model.actuator_biasprm[a, 2])[0] for n, a in zip(act, actuators, strict=True)},
+        "kd": {n: _g(0.0 - model.actuator_biasprm[a, 2])[0] for n, a in zip(act, actuators, strict=True)},
         "torque_limit": {n: _g(model.actuator_forcerange[a]) for n, a in zip(act, actuators, strict=True)},
         "mass": {_name(model, "body", b): _g(model.body_mass[b])[0] for b in bodies},
     }
@@ -237,7 +237,10 @@ def differences(theirs, ours, where: str = "") -> list[str]:
 def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None) -> list[str]:
     """The differences between a contract and a robot's model, each naming what differs."""
     robot = contract["robot"]
-    found = differences(robot, robot_facts(model, robot["root"]), "robot")
+    facts = robot_facts(model, robot["root"])
+    if facts["root"] is None:  # another robot: the rest would differ line by line
+        return [f"robot.root: the model has no body {robot['root']!r} (the policy's root body)"]
+    found = differences(robot, facts, "robot")
     period, timestep = contract["control"]["period"], float(model.opt.timestep)
     if substeps(period, timestep) is None:
         found.append(
