@@ -106,4 +106,3 @@ class G1VelocityRough(QuadrupedRough, G1Velocity):
 
     name = "g1_velocity_rough"
     Options = G1RoughOptions
-    deployment = G1Velocity.deployment

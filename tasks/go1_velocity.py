@@ -70,11 +70,6 @@ class Go1Velocity(Quadruped):
         self.scene = robots.model_file(self.menagerie, self.scene_file)
         self.joints = self.single_action_space.shape[0]
 
-    def deployment(self):
-        """No deployment contract declared yet (the quadruped's describes its own model): its
-        policy files carry none, and the deploy runner refuses them."""
-        return None
-
     def setup(self, backend):
         super().setup(backend)
         low, high = backend.info.joint_range[backend.info.actuator_joint].T
@@ -112,4 +107,3 @@ class Go1VelocityRough(QuadrupedRough, Go1Velocity):
 
     name = "go1_velocity_rough"
     Options = Go1RoughOptions
-    deployment = Go1Velocity.deployment

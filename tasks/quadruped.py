@@ -118,7 +118,7 @@ class Quadruped(Task):
         return {
             "observation": OBSERVATION,
             "commands": {name: self.command_ranges[name] for name in COMMAND_RANGES},
-            "action": {"type": "joint_position", "scale": self.action_scale, "default_pose": "home"},
+            "action": {"type": "joint_position", "scale": self.action_scale, "default_pose": self.home_key},
         }
 
     def setup(self, backend):

@@ -1,6 +1,7 @@
 """The standalone runner (unienv.deploy.runner) against the env: its observation from an MjData is
 the env's, and closed loop on plain mujoco its actions are the env's policy actions over 1000 steps
-from the same state and commands; copied out of unienv, it runs with torch and unienv blocked."""
+from the same state and commands (the quadruped, its rough variant and Menagerie's Go1);
+copied out of unienv, it runs with torch and unienv blocked."""
 
 import shutil
 import subprocess
@@ -44,7 +45,13 @@ def mjdata_like(env, model):
     return data
 
 
-@pytest.fixture(scope="module", params=["quadruped", "quadruped_rough"])
+def trained_timestep(env, model):
+    """model at the env's own timestep, the training's (the Go1's scene states 0.002 s, the task 0.004 s)."""
+    model.opt.timestep = env.unwrapped.task.sim_dt
+    return model
+
+
+@pytest.fixture(scope="module", params=["quadruped", "quadruped_rough", "go1_velocity"])
 def quadruped(request, tmp_path_factory):
     """A velocity task's env (one env) and a random-weight ONNX policy for it."""
     env = unienv.make(request.param, num_envs=1, seed=3, task_options={"episode_length_s": 40.0})
@@ -74,7 +81,7 @@ def test_runner_actions_equal_the_envs_over_1000_steps(quadruped):
     env, path = quadruped
     policy = make_policy(path, env)
     obs, _ = env.reset(seed=3)
-    model = mujoco.MjModel.from_xml_path(env.unwrapped.task.scene)
+    model = trained_timestep(env, mujoco.MjModel.from_xml_path(env.unwrapped.task.scene))
     data, command = mjdata_like(env, model), np.asarray(env.unwrapped._memory["command"][0])
     run = runner.Runner(path, model)
     worst, moved = 0.0, 0.0

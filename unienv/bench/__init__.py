@@ -8,7 +8,9 @@
     python -m unienv.bench pixels --task dmc_cheetah_run   # from pixels, beside dm_control (bench_pixels)
 
 For each task and num_envs it times these loops on the same model, interleaved
-in rounds (the best round of each counts, which damps a shared machine's noise):
+in rounds (the best round of each counts, which damps a shared machine's noise),
+each loop in each round the same number of calls from the same start, so that all
+of them simulate the same transitions (see Replay below):
 
   raw        the engine alone: write restarted envs' states (on MuJoCo after
              resetting them, solver warm start included; on MuJoCo Warp after
@@ -26,10 +28,15 @@ in rounds (the best round of each counts, which damps a shared machine's noise):
              `env` is then the graph replay, and graph/eager compares the two
 
 Raw, backend and reads replay the env's own transitions (`Replay`: 64 env steps of the
-bench's random actions, recorded before timing): each call writes the states of
-the envs that restarted before that step, as a user's loop resets envs and writes
-their states, and the controls the env wrote, so that the loops simulate the same
-motions, envs ending and restarting among them.
+bench's random actions from `reset(seed=0)`, recorded before timing): each call writes
+the states of the envs that restarted before that step, as a user's loop resets envs
+and writes their states, and the controls the env wrote, so that the loops simulate
+the same motions, envs ending and restarting among them. Each timed run starts at
+the first recorded step, and the env at `reset(seed=0)` again (every 64 calls), so
+that no loop is timed on a cheaper part of the episodes than another (a robot
+falling from its standing pose costs up to a third more per step than the same robots
+later on: timed on different parts, the ratios measured the episode, not unienv).
+The number of calls is the one that takes about `seconds` at the recorded rate.
 
 It prints, one table per task, env-steps/s, the ratios to raw, and the time the
 backend and the env add to each call (one batched env step) over raw, in µs.
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import os
 import sys
 import time
@@ -65,17 +73,16 @@ from unienv.tasks import TASKS, option_defaults
 from unienv.utils.files import write_json
 
 
-def _rate(step: Callable[[], object], seconds: float, device: torch.device) -> float:
-    """Calls per second of step over at least `seconds` (queued GPU work included)."""
+def _rate(start: Callable[[], object], step: Callable[[], object], calls: int, device: torch.device) -> float:
+    """Calls per second of `calls` calls of step after start() (queued GPU work included)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    step()
+    start()
     sync()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    begin = time.perf_counter()
+    for _ in range(calls):
         step()
-        calls += 1
     sync()
-    return calls / (time.perf_counter() - start)
+    return calls / (time.perf_counter() - begin)
 
 
 def measure(
@@ -106,8 +113,10 @@ def measure(
     eager = make_env(cuda_graph=False) if graph else None
     shape = (num_envs, *env.single_action_space.shape)
     actions = torch.zeros(shape, device=env.device).uniform_(-1, 1)
-    env.reset()
+    env.reset(seed=0)
+    begin = time.perf_counter()
     replay = Replay(env, actions, REPLAY_STEPS)
+    n_calls = max(1, round(seconds * REPLAY_STEPS / (time.perf_counter() - begin)))
     the_task = env.task  # its scene: a terrain task writes its own
     sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
     sim.materialize()
@@ -126,18 +135,37 @@ def measure(
         backend_step()
         the_task.read(sim)  # set up on the env's backend: the same scene, the same ids
 
-    loops = {"raw": raw, "backend": backend_step, "reads": reads_step}
+    def env_loop(e) -> tuple[Callable[[], object], Callable[[], object]]:
+        """(start, step) of e's loop: from reset(seed=0), the replay's start (untimed at the
+        start, timed every REPLAY_STEPS calls after it)."""
+        count = itertools.count()
+
+        def start() -> None:
+            nonlocal count
+            e.reset(seed=0)
+            count = itertools.count()
+
+        def step() -> None:
+            i = next(count)
+            if i and i % REPLAY_STEPS == 0:
+                e.reset(seed=0)
+            e.step(actions)
+
+        return start, step
+
+    loops = {name: (replay.restart, loop) for name, loop in (("raw", raw), ("backend", backend_step))}
+    loops["reads"] = (replay.restart, reads_step)
     for name, e in (("env", env), ("env_eager", eager)):
         if e is not None:
             e.reset()
             for _ in range(3):  # warm-up: the graph is captured after two eager steps
                 e.step(actions)
-            loops[name] = lambda e=e: e.step(actions)
+            loops[name] = env_loop(e)
 
     best = dict.fromkeys(loops, 0.0)
     for _ in range(rounds):
-        for name, loop in loops.items():
-            best[name] = max(best[name], _rate(loop, seconds, sim.device))
+        for name, (start, loop) in loops.items():
+            best[name] = max(best[name], _rate(start, loop, n_calls, sim.device))
     captured = graph and getattr(env, "_graph", None) is not None  # False if the capture failed
     for e in (sim, env, eager):
         if e is not None:

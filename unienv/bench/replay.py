@@ -31,7 +31,11 @@ class Replay:
             _, _, terminated, truncated, _ = env.step(actions)
             self.controls.append(views["ctrl"].clone())
             rows = torch.nonzero(terminated | truncated).flatten()  # restarted, at the next step
-        self._order = itertools.cycle(range(steps))
+        self.restart()
+
+    def restart(self) -> None:
+        """Replay from the first recorded transition again."""
+        self._order = itertools.cycle(range(len(self.controls)))
 
     def next(self) -> int:
         """The index of the transition to replay next."""

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from unienv import robots
 from unienv.backends.scene import load_mjmodel
 from unienv.deploy import runner
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, UnienvError
 
 
 def contract_of(env) -> dict[str, Any] | None:
@@ -98,11 +99,19 @@ def file_contract(path: str) -> tuple[dict, int]:
         raise ArgumentError(f"policy: {e}") from None
 
 
+def model_path(spec: str) -> str:
+    """`--model`: an MJCF file as given, or a Menagerie robot found by `unienv.robots` (installed
+    asset packages included): `unitree_go1` (its scene.xml) or `unitree_g1/scene_mjx.xml`."""
+    if os.path.isfile(spec):
+        return spec
+    name, _, file = spec.partition("/")
+    try:
+        return robots.model_file(name, file or "scene.xml")
+    except UnienvError as e:
+        raise ArgumentError(f"--model: no MJCF file {spec!r}, nor a Menagerie model: {e}") from None
+
+
 def check(path: str, model_spec: str) -> list[str]:
     """Every mismatch between a policy file's contract and a model (an MJCF path or a Menagerie name)."""
     contract, obs_dim = file_contract(path)
-    try:
-        model = load_mjmodel(model_spec) if os.path.isfile(model_spec) else runner.load_model(model_spec)
-    except runner.DeployError as e:
-        raise ArgumentError(str(e)) from None
-    return runner.mismatches(contract, model, obs_dim)
+    return runner.mismatches(contract, load_mjmodel(model_path(model_spec)), obs_dim)

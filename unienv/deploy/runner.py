@@ -13,7 +13,7 @@ step, as the env does it:
     obs    = concat(block(data) * scale for each block)                 float32 (1, obs_dim)
     action = policy(obs)                                                 clipped in the graph
     data.ctrl[actuators] = offset + scale * action                       PD position targets
-    mj_step(model, data) x decimation                                    control period = dt x decimation
+    mj_step(model, data) x substeps                                      substeps = period / timestep
 
 Quantities (MuJoCo's conventions: wxyz quaternions body to world, the free joint's linear
 velocity in the world frame and its angular velocity in the body frame):
@@ -23,13 +23,17 @@ command (the commands in the contract's order), last_action (the previous step's
 height_scan (base z - offset - the ground's height under each of the block's points, placed in
 the base's yaw frame, by a vertical ray onto the scene's heightfields; clipped to +-clip).
 
-`robot_facts(model, root)` is what the contract says of the robot, computed from a compiled
-model; `mismatches` compares a contract with a model and names every difference. The runner
-refuses a model that differs. The robot hash is sha256 over the root body's subtree: body
+The control period is the policy's (`control.period` = its training's sim_dt x decimation); the
+model's timestep is the model's own choice of integration step, which need not be the training's
+(Menagerie's Go1 states 0.002 s, the task trains at 0.004 s): the runner steps the model
+period / timestep times per period, and refuses a timestep of which the period is no whole
+number. `robot_facts(model, root)` is what the contract says of the robot, computed from a
+compiled model; `mismatches` compares a contract with a model and names every difference. The
+runner refuses a model that differs. The robot hash is sha256 over the root body's subtree: body
 names, parents, positions, orientations and masses; joint names, types, axes, positions and
 ranges; actuators' names, joints, gears, gains, biases, ctrl and force ranges; each number
 printed to 6 significant digits (so a recompile on another machine gives the same hash).
-Inertia tensors, friction, damping, armature and geoms are outside it.
+Inertia tensors, friction, damping, armature, geoms and the timestep are outside it.
 """
 
 from __future__ import annotations
@@ -71,10 +75,12 @@ def _g(values) -> list[float]:
 
 
 def load_model(spec: str) -> mujoco.MjModel:
-    """An MJCF path, or a Menagerie name (<$MUJOCO_MENAGERIE_DIR>/<name>/scene.xml)."""
+    """An MJCF path, or a Menagerie name (<$MUJOCO_MENAGERIE_DIR>/<name>/scene.xml), or a
+    Menagerie name and file (<name>/<file>.xml, under the same folder)."""
     path = spec
     if not os.path.isfile(path):
-        path = os.path.join(os.environ.get("MUJOCO_MENAGERIE_DIR", ""), spec, "scene.xml")
+        relative = spec if spec.endswith(".xml") else os.path.join(spec, "scene.xml")
+        path = os.path.join(os.environ.get("MUJOCO_MENAGERIE_DIR", ""), relative)
     if not os.path.isfile(path):
         raise DeployError(
             f"--model: no MJCF file {spec!r}, nor {path!r} (set MUJOCO_MENAGERIE_DIR to a Menagerie checkout)"
@@ -100,6 +106,7 @@ FIELDS = {  # what the runner and the check read, and its type
     "default_pose_keyframe": str,
     "action.scale": list,
     "action.offset": list,
+    "control.sim_dt": float,
     "control.decimation": int,
     "control.period": float,
     "observation": list,
@@ -117,6 +124,12 @@ def validate(contract, path: str) -> dict:
             value = value.get(part) if isinstance(value, dict) else None
         if not isinstance(value, kind) or isinstance(value, bool):
             raise DeployError(f"{path}: contract field {key!r}: expected a {kind.__name__}, got {value!r}")
+    control = contract["control"]
+    if not np.isclose(control["sim_dt"] * control["decimation"], control["period"], rtol=1e-6):
+        raise DeployError(
+            f"{path}: contract field 'control.period': expected sim_dt x decimation = "
+            f"{control['sim_dt'] * control['decimation']:.6g} s, got {control['period']} s"
+        )
     for i, block in enumerate(contract["observation"]):
         if not (
             isinstance(block, dict) and isinstance(block.get("name"), str) and type(block.get("width")) is int
@@ -129,7 +142,7 @@ def validate(contract, path: str) -> dict:
 
 def robot_facts(model: mujoco.MjModel, root: str) -> dict:
     """What a contract records of the robot under body `root`: names in action order, limits,
-    gains, masses, the timestep, and the hash (see the module's docstring)."""
+    gains, masses and the hash (see the module's docstring)."""
     root_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root)
     if root_id < 0:
         return {"root": None}
@@ -171,10 +184,9 @@ def robot_facts(model: mujoco.MjModel, root: str) -> dict:
         "joints": [jnt[a] for a in actuators],
         "joint_range": {jnt[a]: _g(model.jnt_range[model.actuator_trnid[a, 0]]) for a in actuators},
         "kp": {n: _g(model.actuator_gainprm[a, 0])[0] for n, a in zip(act, actuators, strict=True)},
-        "kd": {n: _g(-model.actuator_biasprm[a, 2])[0] for n, a in zip(act, actuators, strict=True)},
+        "kd": {n: _g(0.0 - model.actuator_biasprm[a, 2])[0] for n, a in zip(act, actuators, strict=True)},
         "torque_limit": {n: _g(model.actuator_forcerange[a]) for n, a in zip(act, actuators, strict=True)},
         "mass": {_name(model, "body", b): _g(model.body_mass[b])[0] for b in bodies},
-        "timestep": _g(model.opt.timestep)[0],
     }
 
 
@@ -225,13 +237,14 @@ def differences(theirs, ours, where: str = "") -> list[str]:
 def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None) -> list[str]:
     """The differences between a contract and a robot's model, each naming what differs."""
     robot = contract["robot"]
-    found = differences(robot, robot_facts(model, robot["root"]), "robot")
-    control = contract["control"]
-    period = model.opt.timestep * control["decimation"]
-    if not np.isclose(period, control["period"], rtol=1e-6):
+    facts = robot_facts(model, robot["root"])
+    if facts["root"] is None:  # another robot: the rest would differ line by line
+        return [f"robot.root: the model has no body {robot['root']!r} (the policy's root body)"]
+    found = differences(robot, facts, "robot")
+    period, timestep = contract["control"]["period"], float(model.opt.timestep)
+    if substeps(period, timestep) is None:
         found.append(
-            f"control.period: the policy's {control['period']} s, {{other}}'s {model.opt.timestep} s x "
-            f"{control['decimation']} = {period:.6g} s"
+            f"control.period: the policy's {period} s is not a whole number of {{other}}'s {timestep:.6g} s timesteps"
         )
     width = sum(block["width"] for block in contract["observation"])
     if obs_dim is not None and width != obs_dim:
@@ -244,6 +257,12 @@ def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None
                 f"observation.{block['name']}: {block['quantity']} (history {block.get('history', 1)}) is not one this runner computes"
             )
     return [line.replace("{other}", "the model") for line in found]
+
+
+def substeps(period: float, timestep: float) -> int | None:
+    """How many timesteps make one control period, or None where the period is no whole number of them."""
+    n = round(period / timestep)
+    return n if n >= 1 and np.isclose(n * timestep, period, rtol=1e-6) else None
 
 
 class Observer:
@@ -316,6 +335,7 @@ class Runner:
         ]
         self.scale, self.offset = np.asarray(action["scale"]), np.asarray(action["offset"])
         self.observe = Observer(self.contract, model)
+        self.substeps = substeps(self.contract["control"]["period"], model.opt.timestep)
         self.last_action = np.zeros(len(self.actuators))
 
     def act(self, data: mujoco.MjData, command) -> np.ndarray:
@@ -323,10 +343,10 @@ class Runner:
         return self.session.run(None, {self.session.get_inputs()[0].name: obs})[0][0]
 
     def step(self, data: mujoco.MjData, command) -> np.ndarray:
-        """One control period: observe, act, set the PD targets, step `decimation` times."""
+        """One control period: observe, act, set the PD targets, step the model through the period."""
         action = self.act(data, command)
         data.ctrl[self.actuators] = self.offset + self.scale * action.astype(np.float64)
-        mujoco.mj_step(self.model, data, nstep=self.contract["control"]["decimation"])
+        mujoco.mj_step(self.model, data, nstep=self.substeps)
         self.last_action = action.astype(np.float64)
         return action
 
@@ -346,7 +366,11 @@ def _main(argv: list[str] | None) -> int:
     for name in ("run", "check"):
         p = sub.add_parser(name)
         p.add_argument("policy", help="an ONNX file written by `python -m unienv export`")
-        p.add_argument("--model", required=True, help="an MJCF path or a Menagerie name")
+        p.add_argument(
+            "--model",
+            required=True,
+            help="an MJCF path, or a Menagerie name (unitree_go1, unitree_g1/scene_mjx.xml)",
+        )
     sub.choices["run"].add_argument("--steps", type=int, default=1000, help="control periods to run")
     sub.choices["run"].add_argument(
         "--command", type=float, nargs="*", default=None, help="the commands, in order"
