@@ -75,15 +75,15 @@ def _g(values) -> list[float]:
 
 
 def load_model(spec: str) -> mujoco.MjModel:
-    """An MJCF path, or a Menagerie name (<$MUJOCO_MENAGERIE_DIR>/<name>/scene.xml), or a
+    """An MJCF path, or a Menagerie name (<$UNIENV_MENAGERIE_DIR>/<name>/scene.xml), or a
     Menagerie name and file (<name>/<file>.xml, under the same folder)."""
     path = spec
     if not os.path.isfile(path):
         relative = spec if spec.endswith(".xml") else os.path.join(spec, "scene.xml")
-        path = os.path.join(os.environ.get("MUJOCO_MENAGERIE_DIR", ""), relative)
+        path = os.path.join(os.environ.get("UNIENV_MENAGERIE_DIR", ""), relative)
     if not os.path.isfile(path):
         raise DeployError(
-            f"--model: no MJCF file {spec!r}, nor {path!r} (set MUJOCO_MENAGERIE_DIR to a Menagerie checkout)"
+            f"--model: no MJCF file {spec!r}, nor {path!r} (set UNIENV_MENAGERIE_DIR to a Menagerie checkout)"
         )
     return mujoco.MjModel.from_xml_path(path)
 
