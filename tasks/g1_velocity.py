@@ -34,7 +34,7 @@ joint order.
 The Go1's scheme (tasks/go1_velocity.py) with the humanoid's terms: feet_distance (how much
 closer than `min_feet_distance` the feet are across the heading, so they never cross),
 torso_upright (the torso's tilt: squared xy of gravity in the torso frame), and feet air time
-rewarded from 0.4 s. Terminates when the pelvis touches anything or tilts more than
+rewarded from 0.4 s; the step's total floored at 0. Terminates when the pelvis touches anything or tilts more than
 `max_tilt`. Needs body views and contact forces.
 """
 
@@ -159,6 +159,13 @@ class G1Velocity(Go1Velocity):
         s["feet_xy"] = pos[:, 1:, :2]
         s["torso_gravity"] = -rotation_matrix(self.xp, quat[:, 0])[:, 2]  # world -z, torso frame
         return s
+
+    def reward(self, s, prev, action, memory):
+        """Go1's terms, the total floored at 0 (legged_gym's only_positive_rewards): a first
+        policy falls within a second, and penalties that outweigh the tracking terms would
+        teach it to fall sooner."""
+        total, terms = super().reward(s, prev, action, memory)
+        return self.xp.clip(total, 0.0, None), terms
 
     def extra_terms(self, s, action, memory):
         heading = s["rot"][:, :2, 0]
