@@ -27,7 +27,8 @@ tipping with 2 x 28.5 N m/rad, gravity tips the body about the ankles with m g h
 (33.3 kg, its COM 0.62 m above them), so a zero action topples forward in about 1.3 s.
 Standing is the policy's work, as in mjlab. Timing: sim_dt 0.004 s
 (the model's own), decimation 5 (a 0.02 s control step, mjlab's and Playground's). mjwarp's
-constraint and contact buffers are the scene's `<size njmax nconmax>` (see `G1_NJMAX`).
+constraint and contact buffers are the scene's `<size njmax nconmax>` (see `G1_NJMAX`; on
+terrain, mujoco_warp's own guess for a heightfield scene).
 Actions follow the model's actuator order (legs, waist, arms: Menagerie's names), which is its
 joint order.
 
@@ -61,8 +62,8 @@ DEFAULT_POSE = {  # rad, by joint name suffix (mjlab's knees-bent stance); other
     "elbow_joint": 0.6,
 }
 DEFAULT_HEIGHT = 0.76  # m: the pelvis's, feet on the ground
-# The constraint rows and contacts one G1 world can need at most (the scene's <size>, which
-# mjwarp allocates per world): 29 joint frictionloss rows (always on) and 29 joint limits;
+# The constraint rows and contacts one G1 world can need at most on the flat floor (the
+# scene's <size>, which mjwarp allocates per world): 29 joint frictionloss rows (always on) and 29 joint limits;
 # 23 pairs with the floor at condim 3 (pyramidal: 4 rows a contact), 21 capsules of up to 2
 # contacts and 2 spheres of 1; 26 self pairs at condim 1 (1 row a contact), 25 capsule-capsule
 # or capsule-box of up to 2 and the feet's box-box of up to 8. Rows: 58 + 44 * 4 + 58 = 292;
@@ -79,10 +80,10 @@ def default_pose(joint):
     return next((v for suffix, v in DEFAULT_POSE.items() if joint.endswith(suffix)), 0.0)
 
 
-def g1_scene(scene):
-    """A copy of Menagerie's G1 scene with mjlab's PD gains, the "default" keyframe and the
-    sizes above; returns its path and each actuator's action scale per unit of action_scale
-    (torque limit / kp, rad)."""
+def g1_scene(scene, buffers):
+    """A copy of Menagerie's G1 scene with mjlab's PD gains, the "default" keyframe and, if
+    given, `buffers` as its <size njmax nconmax>; returns its path and each actuator's action
+    scale per unit of action_scale (torque limit / kp, rad)."""
     spec = edit_spec(scene)
     per_torque = []
     for actuator in spec.actuators:
@@ -94,7 +95,8 @@ def g1_scene(scene):
     # the pelvis's free joint first (upright, at DEFAULT_HEIGHT), then the 29 hinges
     qpos = [0.0, 0.0, DEFAULT_HEIGHT, 1.0, 0.0, 0.0, 0.0, *(default_pose(j.name) for j in spec.joints[1:])]
     spec.add_key(name="default", qpos=qpos, ctrl=pose)
-    spec.njmax, spec.nconmax = G1_NJMAX, G1_NCONMAX
+    if buffers:
+        spec.njmax, spec.nconmax = buffers
     return write_spec(spec, scene, "unienv_robots"), np.array(per_torque)
 
 
@@ -139,10 +141,11 @@ class G1Velocity(Go1Velocity):
     terms = (*Go1Velocity.terms, "feet_distance", "torso_upright")
     air_time_threshold = 0.4
     Options = G1Options
+    buffers = (G1_NJMAX, G1_NCONMAX)  # the flat scene's bound (see G1_NJMAX)
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.scene, self.per_torque = g1_scene(self.scene)
+        self.scene, self.per_torque = g1_scene(self.scene, self.buffers)
 
     def setup(self, backend):
         super().setup(backend)
@@ -187,4 +190,5 @@ class G1VelocityRough(QuadrupedRough, G1Velocity):
 
     name = "g1_velocity_rough"
     Options = G1RoughOptions
+    buffers = None  # a capsule on a heightfield has many more contacts: mujoco_warp's own guess
     deployment = G1Velocity.deployment
