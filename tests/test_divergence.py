@@ -51,3 +51,28 @@ def test_every_divergence_is_flagged_and_never_observed(backend, mode):
             assert torch.isfinite(obs).all() and float(obs.abs().max()) < 1e10, blow_up
     finally:
         env.close()
+
+
+@pytest.mark.skipif("mjwarp" not in AVAILABLE, reason="the mjwarp extra")
+def test_a_diverged_robot_on_terrain_is_flagged_and_its_height_scan_indexes_nothing():
+    """On MuJoCo Warp a diverged world keeps its NaN state until the env resets it, and the
+    task reads it first: the rough quadruped's height scan must look up no heightfield cell
+    from its NaN base position. The env ends and flags that env, hands out no NaN (observation,
+    reward, reward terms) and the other env steps on as it would have."""
+    terrain = {"types": ["rough"], "num_levels": 2, "tile_size": 2.0}
+    make = dict(backend="mjwarp", device="cpu", num_envs=2, seed=0, task_options={"terrain": terrain})
+    env, twin = unienv.make("quadruped_rough", **make), unienv.make("quadruped_rough", **make)
+    try:
+        env.reset(seed=0)
+        twin.reset(seed=0)
+        env.backend.get_state_views()["qpos"][1, :3] = float("nan")  # env 1's base position, in place
+        actions = torch.zeros(2, 12)
+        obs, reward, terminated, truncated, info = env.step(actions)
+        assert info["_diverged"].tolist() == [False, True] and bool(truncated[1])
+        assert torch.isfinite(obs).all() and float(reward[1]) == 0.0
+        assert all(torch.isfinite(term).all() for term in info["reward_terms"].values())
+        expected, *_ = twin.step(actions)
+        torch.testing.assert_close(obs[0], expected[0], rtol=0, atol=0)
+    finally:
+        env.close()
+        twin.close()

@@ -160,6 +160,20 @@ def test_surface_lookup_equals_the_engines_ray_casts():
     assert np.ptp(rays) > 0.3  # the points span steep, varied ground
 
 
+@pytest.mark.parametrize("xp", [NUMPY, torch_namespace(torch.device("cpu"))], ids=["numpy", "torch"])
+def test_surface_gives_nan_for_a_point_that_is_not_finite_and_indexes_no_cell(xp):
+    """A diverged robot's NaN or infinite position has no cell: its height is NaN, and the
+    finite points keep their heights (before, floor(NaN) cast to int indexed out of range)."""
+    terrain = Terrain(TerrainConfig(types=("rough",), num_levels=2, seed=1))
+    surface = Surface(terrain, xp, xp.float64)
+    x = xp.asarray([1.3, float("nan"), 2.0, float("inf"), 0.7], dtype=xp.float64)
+    y = xp.asarray([1.1, 1.0, float("nan"), 1.0, -float("inf")], dtype=xp.float64)
+    heights = np.asarray(surface(x, y))
+    assert np.isnan(heights[1:4]).all() and np.isnan(heights[4])
+    expected = np.asarray(surface(xp.asarray([1.3], dtype=xp.float64), xp.asarray([1.1], dtype=xp.float64)))
+    assert heights[0] == expected[0] and np.isfinite(expected[0])
+
+
 def test_curriculum_moves_levels_at_reset_only():
     terrain = Terrain(TerrainConfig(types=("flat", "stairs_up"), num_levels=LEVELS))
     levels, columns = (torch.from_numpy(x) for x in terrain.spawn_origins(6, max_init_level=1))

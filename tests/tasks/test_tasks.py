@@ -84,22 +84,12 @@ CANNOT = {
     ("genesis", "g1_velocity_rough"): "hfield|contact pairs",
 }
 
-# known bugs, open: under random actions on MuJoCo Warp a robot on rough terrain diverges and the
-# height scan then indexes the heightfield with a NaN position (terrain.Surface) before the env's
-# divergence check can reset it
-KNOWN_BUGS = {
-    ("mjwarp", "go1_velocity_rough"): "a diverged robot's NaN position indexes the heightfield",
-    ("mjwarp", "g1_velocity_rough"): "a diverged robot's NaN position indexes the heightfield",
-}
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
 @pytest.mark.parametrize("name", list(TASKS))
 def test_random_actions_stay_finite_on_other_backends(name, backend):
     """1000 steps at 64 envs on every installed backend, or a clear error at construction."""
-    if (backend, name) in KNOWN_BUGS:
-        pytest.xfail(KNOWN_BUGS[(backend, name)])
     missing = CANNOT.get((backend, name))
     if missing is None:
         random_run(name, backend=backend)

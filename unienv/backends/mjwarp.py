@@ -38,6 +38,11 @@ set_state_tensor resets the selected worlds (`mjw.reset_data` with a world
 mask: time, ctrl, act, warm start and applied forces cleared), writes their
 qpos/qvel and runs forward; other worlds' state stays bit-identical.
 
+Buffers: each world holds at most `njmax` constraint rows and `nconmax` contacts: the arguments,
+else the scene's `<size njmax nconmax>` where it states them, else mujoco_warp's guess from the
+model (64 rows, 48 contacts for a scene without heightfields); rows past njmax are dropped
+by mujoco_warp, so a scene with many contact pairs states its own.
+
 Snapshots: `get_physics_state()` rows are [time, qpos, qvel, act,
 qacc_warmstart] in float32, the engine's own precision, so a restore is exact.
 
@@ -183,8 +188,12 @@ class MjwarpBackend(SimBackend):
                 "warp-lang install lacks; install the full wheel from PyPI, or use backend='mujoco' on the CPU"
             )
         self._wp_device = wp.get_device(str(self.device) if self.device.type == "cuda" else "cpu")
-        self.nconmax, self.njmax = nconmax, njmax
         self.model = load_mjmodel(scene, sim_dt, movable_com="body_com" in self._requested_dr)
+        stated = {"nconmax": self.model.nconmax, "njmax": self.model.njmax}  # -1: unset
+        self.nconmax, self.njmax = (
+            given if given is not None else (stated[arg] if stated[arg] > 0 else None)
+            for arg, given in (("nconmax", nconmax), ("njmax", njmax))
+        )
         self.info = SceneInfo.from_mjmodel(self.model)
         self._dr = ModelDR(self.model, self.device, torch.float32)
         self._validate_randomize()

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
+import tempfile
 import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -23,6 +25,7 @@ import torch
 
 from unienv.errors import ArgumentError
 from unienv.utils.arrays import torch_namespace
+from unienv.utils.files import written
 
 MJ_FIELDS = {
     "cinert": "body",  # (N, nbody, 10) com-based inertia
@@ -190,6 +193,33 @@ def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_
         return compile_spec(spec, sim_dt, movable_com)
     except ValueError as e:
         raise ArgumentError(f"scene: {path!r} does not compile: {e}") from None
+
+
+def edit_spec(scene: str | os.PathLike) -> Any:
+    """The MjSpec of the MJCF file `scene`, to edit and write elsewhere with `write_spec`: its mesh
+    and texture folders made absolute, so that the copy finds them where they are."""
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(os.fspath(scene))
+    for field in ("meshdir", "texturedir"):
+        folder = getattr(spec, field)
+        if folder and not os.path.isabs(folder):
+            setattr(spec, field, os.path.join(os.path.dirname(os.path.abspath(scene)), folder))
+    return spec
+
+
+def write_spec(spec: Any, scene: str | os.PathLike, folder: str) -> str:
+    """Write the edited copy `spec` of the MJCF file `scene` to `folder` under the temporary
+    directory, once per content (named by scene's name and a digest); returns its path."""
+    xml = spec.to_xml()
+    digest = hashlib.sha1(xml.encode() + os.fspath(scene).encode()).hexdigest()[:16]
+    directory = os.path.join(tempfile.gettempdir(), folder)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{os.path.splitext(os.path.basename(scene))[0]}_{digest}.xml")
+    if not os.path.exists(path):
+        with written(path) as temporary, open(temporary, "w") as f:
+            f.write(xml)
+    return path
 
 
 @contextlib.contextmanager

@@ -53,7 +53,7 @@ def contract_of(env) -> dict[str, Any] | None:
         "default_pose_keyframe": keyframe,
         "action": {
             "type": declared["action"]["type"],
-            "scale": [float(scale)] * len(ids),
+            "scale": runner._g(np.broadcast_to(np.asarray(scale, dtype=np.float64), (len(ids),))),
             "offset": [default[n] for n in robot["joints"]],
         },
         "control": {"sim_dt": task.sim_dt, "decimation": task.decimation, "period": task.dt},

@@ -326,6 +326,7 @@ class UniEnv(VectorEnv):
         if path.any(diverged):  # never hand out a diverged state: end the episode
             truncated = truncated | diverged
             reward = xp.where(diverged, 0.0, reward)
+            terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
             obs = xp.where(diverged[:, None], 0.0, obs)
             info["diverged"], info["_diverged"] = diverged, diverged
         self._return += reward

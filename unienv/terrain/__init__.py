@@ -31,19 +31,16 @@ moves envs between levels at reset as legged_gym does.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-import tempfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from unienv.backends.base import TERRAIN_GROUP
-from unienv.backends.scene import MAX_HFIELD_SIDE
+from unienv.backends.scene import MAX_HFIELD_SIDE, edit_spec, write_spec
 from unienv.errors import ArgumentError, unknown_name
 from unienv.utils import limits
 from unienv.utils.arrays import NUMPY, torch_namespace
-from unienv.utils.files import written
 
 TYPES = ("flat", "rough", "slope_up", "slope_down", "stairs_up", "stairs_down", "obstacles")
 STEP_WIDTH = 0.3  # m, the tread of a stair
@@ -199,16 +196,12 @@ class Terrain:
         once per (scene, terrain) to a cache directory; returns its path."""
         import mujoco
 
-        spec = mujoco.MjSpec.from_file(os.fspath(scene))
+        spec = edit_spec(scene)
         geom = spec.geom(floor)
         if geom is None:
             raise ArgumentError(
                 f"scene: {os.fspath(scene)!r} has no geom named {floor!r} to replace by terrain"
             )
-        for field in ("meshdir", "texturedir"):  # the copy lives elsewhere: its assets stay where they are
-            folder = getattr(spec, field)
-            if folder and not os.path.isabs(folder):
-                setattr(spec, field, os.path.join(os.path.dirname(os.path.abspath(scene)), folder))
         c, h = self.config, self.heights
         low, span = self._span()
         hfield = spec.add_hfield(
@@ -239,15 +232,7 @@ class Terrain:
         geom.hfieldname = hfield.name
         geom.pos = [hfield.size[0], hfield.size[1], low]
         geom.size = [0.0, 0.0, 0.0]
-        xml = spec.to_xml()
-        digest = hashlib.sha1(xml.encode() + os.fspath(scene).encode()).hexdigest()[:16]
-        directory = os.path.join(tempfile.gettempdir(), "unienv_terrain")
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, f"{os.path.splitext(os.path.basename(scene))[0]}_{digest}.xml")
-        if not os.path.exists(path):
-            with written(path) as temporary, open(temporary, "w") as f:
-                f.write(xml)
-        return path
+        return write_spec(spec, scene, "unienv_terrain")
 
 
 class Surface:
@@ -261,7 +246,9 @@ class Surface:
     the rays' cost (the documentation's "Performance" page has the figures).
     Points beyond the terrain's edge take the height of the nearest edge cell's plane
     (the physics has no ground there). Heights agree with the engine's vertical ray casts
-    (`SimBackend.get_height_scan`) to rounding.
+    (`SimBackend.get_height_scan`) to rounding. A point that is not finite (a diverged robot's)
+    has height NaN, looked up without indexing by it; the env ends that episode (`diverged`) and
+    hands out none of its values.
     """
 
     def __init__(self, terrain: Terrain, xp, dtype):
@@ -286,12 +273,15 @@ class Surface:
     def __call__(self, x, y):
         """Heights (m) at world points (x, y): arrays of one shape."""
         xp = self.xp
-        gx, gy = x * self.inverse_resolution, y * self.inverse_resolution  # in samples
+        finite = xp.isfinite(x) & xp.isfinite(y)  # not a diverged robot's NaN, which has no cell
+        gx = xp.where(finite, x, 0.0) * self.inverse_resolution  # in samples
+        gy = xp.where(finite, y, 0.0) * self.inverse_resolution
         ix = xp.clip(xp.floor(gx), 0, self.cells_x - 1)
         iy = xp.clip(xp.floor(gy), 0, self.cells_y - 1)
         fx, fy = gx - ix, gy - iy
         row = xp.astype((iy * self.cells_x + ix) * 2 + (fy > fx), xp.int64)
-        return xp.take(self.base, row) + xp.take(self.along_x, row) * fx + xp.take(self.along_y, row) * fy
+        height = xp.take(self.base, row) + xp.take(self.along_x, row) * fx + xp.take(self.along_y, row) * fy
+        return xp.where(finite, height, float("nan"))
 
 
 class Curriculum:
