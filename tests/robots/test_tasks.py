@@ -101,6 +101,17 @@ def test_g1_gains_pose_and_action_scale_are_mjlabs(envs):
                                           "left_knee_joint", "left_ankle_pitch_joint", "left_ankle_roll_joint")  # fmt: skip
 
 
+def test_g1_contract_carries_its_per_joint_action_scale(envs):
+    """The deployed policy's targets are default + scale * action with the task's own scale per
+    joint (not the option's 0.25), so a runner drives the robot as training did."""
+    from unienv.deploy.contract import contract_of
+
+    env = envs("g1_velocity")
+    action = contract_of(env)["action"]
+    np.testing.assert_allclose(action["scale"], np.asarray(env.task.joint_scale), rtol=1e-5)
+    np.testing.assert_allclose(action["offset"], np.asarray(env.task.default_q), rtol=1e-5)
+
+
 def _stand(env, seconds):
     """Zero actions for `seconds` from the default pose: no env may end; the worst joint error."""
     env.reset(seed=0)
