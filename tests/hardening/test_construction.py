@@ -107,9 +107,13 @@ def test_unclear_messages_of_the_issue_are_clear():
     assert not torch.equal(before, b.get_physics_state())
     with pytest.raises(
         ArgumentError,
-        match="env_ids: expected a 1-D sequence or tensor of integer ids in \\[0, 2\\), got Tensor of torch.complex64",
+        match="env_ids: expected a 1-D sequence or tensor of integer ids in \\[0, 2\\), got Tensor of complex64 ",
     ):
         b.set_state_tensor(torch.tensor([0j]), torch.zeros(1, b.nq), torch.zeros(1, b.nv))
+    with pytest.raises(
+        ArgumentError, match=r"got Tensor of uint64 \(1,\)$"
+    ):  # dtypes named as users write them
+        b.set_state_tensor(torch.tensor([0], dtype=torch.uint64), torch.zeros(1, b.nq), torch.zeros(1, b.nv))
 
 
 def test_install_hints_match_a_checkout():

@@ -147,7 +147,8 @@ def checked_ids(env_ids: Any, num_envs: int) -> tuple[torch.Tensor, torch.Tensor
         except (TypeError, ValueError, RuntimeError):
             raise ArgumentError(f"{expected}, got {env_ids!r}") from None
         if ids.ndim != 1 or ids.dtype not in _INT_DTYPES:
-            raise ArgumentError(f"{expected}, got {type(env_ids).__name__} of {ids.dtype} {tuple(ids.shape)}")
+            dtype = str(ids.dtype).removeprefix("torch.")
+            raise ArgumentError(f"{expected}, got {type(env_ids).__name__} of {dtype} {tuple(ids.shape)}")
         ids = ids.to("cpu", torch.int64)
         a = ids.numpy()  # checks in NumPy: a few microseconds less per call than in torch
     increasing = len(a) < 2 or bool((a[1:] > a[:-1]).all())  # sorted and unique

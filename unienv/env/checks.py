@@ -135,7 +135,7 @@ def checked_reset_mask(options: Any, num_envs: int) -> torch.Tensor | None:
     if dtype not in (torch.bool, np.dtype(bool)) or shape != (num_envs,):
         raise ArgumentError(
             f"options['reset_mask']: expected a bool array of shape ({num_envs},), "
-            f"got {type(given).__name__} of {dtype} {shape}"
+            f"got {type(given).__name__} of {str(dtype).removeprefix('torch.')} {shape}"
         )
     return given if isinstance(given, torch.Tensor) else torch.as_tensor(array)
 
