@@ -227,14 +227,22 @@ def mujoco_warnings_as_python():
     """While active, MuJoCo's warnings become Python warnings instead of stdout lines and a
     MUJOCO_LOG.TXT in the working directory, and `settotalmass`'s deprecation is dropped (for
     a parser that compiles a scene itself, as Genesis does: compile_spec applies it properly)."""
-    import mujoco
 
     def forward(message: str) -> None:
         if "settotalmass" not in message:
             warnings.warn(f"MuJoCo: {message}", stacklevel=2)
 
+    with mujoco_warnings_to(forward):
+        yield
+
+
+@contextlib.contextmanager
+def mujoco_warnings_to(handler):
+    """While active, MuJoCo's warnings go to handler(message), not to stdout and MUJOCO_LOG.TXT."""
+    import mujoco
+
     previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(forward)
+    mujoco.set_mju_user_warning(handler)
     try:
         yield
     finally:

@@ -38,12 +38,12 @@ import time
 from collections.abc import Callable
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 import torch
 
 import unienv
 from unienv import backends
+from unienv.backends.scene import mujoco_warnings_to
 from unienv.bench.replay import REPLAY_STEPS, Replay
 from unienv.tasks import gym_id, task_class
 
@@ -120,12 +120,8 @@ def _each_warning_once():
             seen.add(message)
             print(f"MuJoCo warning, building Gymnasium's env (printed once): {message}", file=sys.stderr)
 
-    previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(warn)
-    try:
+    with mujoco_warnings_to(warn):
         yield
-    finally:
-        mujoco.set_mju_user_warning(previous)
 
 
 def _envpool(task: str, num_envs: int, seed: int):
