@@ -34,6 +34,7 @@ import torch
 
 from unienv.errors import ArgumentError, unknown_name
 from unienv.sensors import Camera, CameraSensor
+from unienv.utils.records import fields_of
 
 OBS = ("state", "pixels", "pixels+state")
 
@@ -54,13 +55,7 @@ class PixelOptions:
     def of(cls, spec: PixelOptions | Mapping | None) -> PixelOptions:
         if spec is None or isinstance(spec, PixelOptions):
             return spec or cls()
-        if not isinstance(spec, Mapping):
-            raise ArgumentError(f"pixels: expected PixelOptions or a mapping of its fields, got {spec!r}")
-        fields = [f.name for f in dataclasses.fields(cls)]
-        for key in spec:
-            if key not in fields:
-                raise unknown_name("pixels option", key, fields)
-        return cls(**spec)
+        return cls(**fields_of(cls, spec, "pixels", "pixels option"))
 
     def camera_spec(self) -> Camera:
         """The Camera these options observe through (RGB, channels first)."""

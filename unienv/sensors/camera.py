@@ -28,6 +28,7 @@ import torch
 from unienv.errors import ArgumentError, unknown_name
 from unienv.render.cameras import MODALITIES, camera_renderer
 from unienv.render.pool import View, check_size
+from unienv.utils.records import fields_of
 
 DTYPES = {"rgb": torch.uint8, "depth": torch.float32, "segmentation": torch.int32}
 NUMPY_DTYPES = {"rgb": np.uint8, "depth": np.float32, "segmentation": np.int32}
@@ -56,13 +57,7 @@ class Camera:
         """A Camera from itself, a mapping of its fields (a config), or None (the defaults)."""
         if spec is None or isinstance(spec, Camera):
             return spec or cls()
-        if not isinstance(spec, Mapping):
-            raise ArgumentError(f"camera: expected a Camera or a mapping of its fields, got {spec!r}")
-        fields = [f.name for f in dataclasses.fields(cls)]
-        for key in spec:
-            if key not in fields:
-                raise unknown_name("camera field", key, fields)
-        spec = dict(spec)
+        spec = fields_of(cls, spec, "camera", "camera field")
         if "modalities" in spec and isinstance(spec["modalities"], str):
             spec["modalities"] = (spec["modalities"],)
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()})
