@@ -77,3 +77,20 @@ def test_installed_packages_ship_the_g1_and_go1():
     for name in ("unitree_g1", "unitree_go1"):
         folder = robots.model_dir(name)
         assert (folder / "scene.xml").is_file() and (folder / "LICENSE").is_file()
+
+
+def test_unienv_imports_and_registers_without_the_robots_extra(nowhere, monkeypatch):
+    """Without any robot model installed, registering the gym ids works (the base install's
+    `import unienv`), and making a robot task is the resolver's one-line refusal."""
+    import gymnasium as gym
+
+    from unienv.make import register_envs
+
+    ids = ("unienv/Go1Velocity-v0", "unienv/G1Velocity-v0", "unienv/Cartpole-v0")
+    for env_id in ids:
+        monkeypatch.delitem(gym.registry, env_id)  # put back after the test
+    register_envs()
+    assert gym.registry["unienv/Go1Velocity-v0"].max_episode_steps is None
+    assert gym.registry["unienv/Cartpole-v0"].max_episode_steps == 500
+    with pytest.raises(robots.RobotNotFoundError, match="'unitree_go1' not found"):
+        gym.make("unienv/Go1Velocity-v0")
