@@ -39,6 +39,7 @@ TASKS = {
     "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",
     "go1_velocity_rough": "unienv.tasks.go1_velocity:Go1VelocityRough",
     "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
+    "panda_lift": "unienv.tasks.panda_lift:PandaLift",
 }
 
 

@@ -7,11 +7,14 @@ the backend's float dtype (`self.dtype`, set by `Task.setup`):
 
     setup(backend)                      resolve ids and cache constants, once
     action_to_ctrl(action)              (N, act_dim) -> (N, nu) actuator inputs
+    control(action, s, memory)          the same for actions relative to the state (IK):
+                                        by default action_to_ctrl(action)
     read(backend) -> s                  what the task uses of the state: a dict of
                                         tensors that stay valid after the next step
     observe(s, memory)                  -> (N, obs_dim)
     reward(s, prev, action, memory)     -> (total (N,), {term name: (N,)})
     terminated(s, memory)               -> (N,) bool
+    success(s, memory)                  -> (N,) bool, or None: info["is_success"]
     remember(s, action, memory)         -> the memory of the next step
     reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
     reset_memory(rng)                   -> memory rows of the envs being reset
@@ -203,6 +206,12 @@ class Task(abc.ABC):
         """Actuator inputs; by default the action itself (motors driven in [-1, 1])."""
         return action
 
+    def control(self, action: torch.Tensor, s: Reading, memory: Reading) -> torch.Tensor:
+        """Actuator inputs for `action` taken in the state `s` (the reading of the last
+        observation) with `memory`: for actions relative to the state, such as end-effector
+        motions through inverse kinematics. By default `action_to_ctrl(action)`."""
+        return self.action_to_ctrl(action)
+
     @abc.abstractmethod
     def read(self, backend: SimBackend) -> Reading:
         """What the task uses of the backend's state, as a dict of arrays (N, ...) that stay
@@ -223,6 +232,12 @@ class Task(abc.ABC):
     def terminated(self, s: Reading, memory: Reading) -> torch.Tensor:
         """(N,) bool: the envs whose episode ends in a terminal state (a fall); time limits are
         the env's (`max_episode_steps`)."""
+
+    def success(self, s: Reading, memory: Reading) -> torch.Tensor | None:
+        """(N,) bool: the envs whose state meets the task's goal now. The env puts it in
+        `info["is_success"]` every step and, as the episode's last value, in its episode
+        statistics (Gymnasium-Robotics' name). None (the default): the task has no goal."""
+        return None
 
     def remember(self, s: Reading, action: torch.Tensor, memory: Reading) -> Reading:
         """The memory of the next step (the last action, say); by default the memory unchanged."""

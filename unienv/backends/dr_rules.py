@@ -8,6 +8,8 @@ per env, and a write may have to carry other fields along:
                                                      (bodies with a compiled mass); constants
   body_com          body      body_ipos              constants
   geom_friction     geom      geom_friction
+  geom_size         geom      geom_size              geom_rbound and geom_aabb (the broadphase's
+                                                     bounds), of primitive geoms only
   geom_solref       geom      geom_solref            (contact stiffness and damping: timeconst, dampratio)
   geom_solimp       geom      geom_solimp            (contact impedance: dmin, dmax, width, mid, power)
   dof_damping       dof       dof_damping
@@ -71,6 +73,7 @@ class Rule:
     scales: str | None = None  # a field scaled per entry by value / compiled value
     servo_bias: int | None = None  # actuator_biasprm column set to -value on affine-bias actuators
     set_const: bool = False  # MuJoCo's derived constants must be recomputed after a write
+    bounds: bool = False  # a geom size: its bounding sphere and box (geom_rbound, geom_aabb) follow
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -79,6 +82,7 @@ class Rule:
             (self.field,)
             + ((self.scales,) if self.scales else ())
             + (("actuator_biasprm",) if self.servo_bias is not None else ())
+            + (("geom_rbound", "geom_aabb") if self.bounds else ())
         )
 
 
@@ -91,6 +95,8 @@ RULES = {
         ),
         Rule("body_com", "body", "m, body frame", "body_ipos", set_const=True),
         Rule("geom_friction", "geom", "sliding, torsional, rolling", "geom_friction", minimum=0.0),
+        Rule("geom_size", "geom", "m (MJCF size: half sizes, radius, half length)", "geom_size", minimum=0.0,
+             positive=True, bounds=True),
         # MuJoCo mixes two geoms' values by solmix; a negative solref is its direct form
         # (-stiffness, -damping), and a timeconst under 2 substeps is raised to it by MuJoCo
         Rule("geom_solref", "geom", "s and 1 (timeconst, dampratio), or -N/m, -N*s/m", "geom_solref"),
@@ -156,6 +162,27 @@ class ModelDR:
             model.actuator_biastype == mujoco.mjtBias.mjBIAS_AFFINE.value, device=self.device
         )
         self._compiled: dict[str, torch.Tensor] = {}
+        self._geom_type = torch.as_tensor(model.geom_type, device=self.device)
+        kinds = [mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CAPSULE]
+        kinds += [mujoco.mjtGeom.mjGEOM_CYLINDER, mujoco.mjtGeom.mjGEOM_ELLIPSOID]
+        self._box, self._sphere, self._capsule, self._cylinder, self._ellipsoid = (int(k) for k in kinds)
+        primitive = np.isin(model.geom_type, [int(k) for k in kinds])
+        self._primitive = torch.as_tensor(primitive, device=self.device)
+        self._fixed = np.flatnonzero(~primitive)  # geoms whose size is not their shape
+        self._fixed_names = [model.geom(int(i)).name or f"geom {i}" for i in self._fixed]
+
+    def limits(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        """(rows, what is wrong) for values (n, *shape) this model cannot take beyond the
+        table's checks: a geom_size write changes primitive geoms only (a mesh's, a plane's or
+        a height field's size is not its shape). On the values' device, no host read."""
+        if term != "geom_size" or not len(self._fixed):
+            return []
+        fixed = torch.as_tensor(self._fixed, device=values.device)
+        compiled = self._compiled_field("geom_size")[fixed].to(values.device, values.dtype)
+        changed = (values[:, fixed] != compiled).any(-1).any(-1)
+        names = self._fixed_names[:5] + ["..."] * (len(self._fixed_names) > 5)
+        return [(changed, "geom_size changes only box, sphere, capsule, cylinder and ellipsoid geoms; "
+                 f"it must keep the compiled size of {', '.join(names)}")]  # fmt: skip
 
     def field(self, name: str) -> np.ndarray:
         """A compiled model field ("opt.<name>" for an option)."""
@@ -202,6 +229,7 @@ class ModelDR:
             if column is not None:
                 target = target[..., column]
             keep = mask.reshape(-1, *(1,) * (target.ndim - 1))
+            value = value.reshape(target.shape) if value.numel() == target.numel() else value  # mjwarp's aabb
             target.copy_(torch.where(keep, value.to(target.dtype), target))
 
     def _writes(self, term: str, x: torch.Tensor) -> list[tuple[str, int | None, torch.Tensor]]:
@@ -216,7 +244,26 @@ class ModelDR:
         if rule.servo_bias is not None:  # a servo's position feedback is -kp
             bias = self._compiled_field("actuator_biasprm")[:, rule.servo_bias]
             out.append(("actuator_biasprm", rule.servo_bias, torch.where(self._servo, -x, bias)))
+        if rule.bounds:
+            out += self._bounds(x)
         return out
+
+    def _bounds(self, size: torch.Tensor) -> list[tuple[str, None, torch.Tensor]]:
+        """geom_rbound (n, ngeom) and geom_aabb (n, ngeom, 6: centre, half extents) of geom sizes
+        (n, ngeom, 3), as MuJoCo's compiler derives them for each primitive; others keep theirs."""
+        t, r, h = self._geom_type, size[..., 0], size[..., 1]
+        rbound = torch.where(t == self._box, torch.linalg.vector_norm(size, dim=-1), size.amax(-1))
+        rbound = torch.where(t == self._sphere, r, rbound)
+        rbound = torch.where(t == self._capsule, r + h, rbound)
+        rbound = torch.where(t == self._cylinder, torch.sqrt(r * r + h * h), rbound)
+        round_ = torch.stack((r, r, torch.where(t == self._capsule, r + h, h)), -1)
+        half = torch.where(((t == self._capsule) | (t == self._cylinder))[:, None], round_, size)
+        half = torch.where((t == self._sphere)[:, None], r[..., None].expand_as(size), half)
+        keep = self._primitive
+        aabb = self._compiled_field("geom_aabb")
+        rbound = torch.where(keep, rbound, self._compiled_field("geom_rbound"))
+        aabb = torch.where(keep[:, None], torch.cat((torch.zeros_like(half), half), -1), aabb)
+        return [("geom_rbound", None, rbound), ("geom_aabb", None, aabb)]
 
     def _compiled_field(self, name: str) -> torch.Tensor:
         if name not in self._compiled:

@@ -422,6 +422,9 @@ class MjwarpBackend(SimBackend):
     def _dr_terms(self) -> Mapping[str, DRTerm]:
         return self._dr.terms(declare=("body_com",))  # compiled for it: see compile_spec
 
+    def _dr_limits(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        return self._dr.limits(term, values)
+
     def _dr_default(self, term: str) -> torch.Tensor:
         # as the engine holds it: compiled in float64, stored in float32
         return torch.from_numpy(self._dr.default(term).astype(np.float32).astype(np.float64))

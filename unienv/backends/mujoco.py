@@ -424,6 +424,9 @@ class MujocoBackend(SimBackend):
     def _dr_terms(self) -> Mapping[str, DRTerm]:
         return self._dr.terms(declare=("body_com",))
 
+    def _dr_limits(self, term: str, values: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+        return self._dr.limits(term, values)
+
     def _dr_default(self, term: str) -> torch.Tensor:
         return torch.from_numpy(self._dr.default(term))
 

@@ -55,6 +55,8 @@ class SingleEnv(gym.Env):
         action = np.asarray(action, dtype=self.action_space.dtype)[None]
         obs, reward, terminated, truncated, info = self.vector_env._step_arrays(action)
         single = {k: float(v[0]) for k, v in info["reward_terms"].items()}
+        if "is_success" in info:
+            single["is_success"] = bool(info["is_success"][0])
         return _host(obs[0]), float(reward[0]), bool(terminated[0]), bool(truncated[0]), single
 
     def render(self):

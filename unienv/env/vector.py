@@ -18,7 +18,9 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
 
 Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
-episode ended in this step. They are not under "episode", the key of
+episode ended in this step, plus "is_success" (the goal met at the last step) for a
+task with a goal (`Task.success`, also in info["is_success"] every step). They are not
+under "episode", the key of
 Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
 mode; unienv's own are the env's returns, before any reward wrapper.
 
@@ -175,6 +177,7 @@ class UniEnv(VectorEnv):
         self._obs_dtype = getattr(xp, np.dtype(task.single_observation_space.dtype).name)
         self._memory: dict[str, Any] = {}
         self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
+        self._success = None  # the task's success at the last step (None: a task without a goal)
         self._midway = False  # a step is between its first write and its end (an exception left it)
         self._renderer = None
 
@@ -306,7 +309,7 @@ class UniEnv(VectorEnv):
         path, task, xp, before, memory = self._path, self.task, self._xp, self._reading, self._memory
         self._midway = self.dr is not None  # DR's timers and latency ring move first
         applied = actions if self.dr is None else path.array(self.dr.actions(path.tensor(actions)))
-        ctrl = task.action_to_ctrl(applied)
+        ctrl = task.control(applied, before, memory)
         outcome = None
         for _ in range(self.action_repeat):  # rewards summed until an env terminates
             # a bad ctrl is refused before it is written; NEXT_STEP's restarts need no physics
@@ -318,6 +321,9 @@ class UniEnv(VectorEnv):
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
             self._reading = before = path.keep(self._reading, reading)
         reward, terms, terminated = outcome
+        self._success = task.success(reading, self._memory)
+        if self._success is not None:
+            info["is_success"], info["_is_success"] = self._success, self._everyone
         self._observer.after_step(self._memory)
         self._length += 1
         truncated = self._length >= self.max_episode_steps
@@ -370,11 +376,14 @@ class UniEnv(VectorEnv):
 
     def _episode_stats(self, done) -> dict:
         xp, elapsed = self._xp, self._path.now() - self._start
-        return {
+        stats = {
             "r": xp.where(done, self._return, 0.0),
             "l": xp.where(done, self._length, 0),
             "t": xp.where(done, elapsed, 0.0),
         }
+        if self._success is not None:  # the goal met at the episode's last step
+            stats["is_success"] = done & self._success
+        return stats
 
     # ---- render / close -----------------------------------------------------
 

@@ -26,18 +26,21 @@ class RolloutStats:
     returns: list[float] = dataclasses.field(default_factory=list)
     lengths: list[int] = dataclasses.field(default_factory=list)
     terminated: list[bool] = dataclasses.field(default_factory=list)
+    successes: list[bool] = dataclasses.field(default_factory=list)  # tasks with a goal (Task.success)
     steps: int = 0
 
     def summary(self) -> dict[str, float]:
-        """Episodes ended, mean and std of their returns, mean length, share terminated (nan: none ended)."""
+        """Episodes ended, mean and std of their returns, mean length, share terminated (nan: none
+        ended), and for a task with a goal the share of episodes that ended in it."""
         n = len(self.returns)
+        success = {"success_rate": float(np.mean(self.successes))} if self.successes else {}
         return {
             "episodes": n,
             "return_mean": float(np.mean(self.returns)) if n else float("nan"),
             "return_std": float(np.std(self.returns)) if n else float("nan"),
             "length_mean": float(np.mean(self.lengths)) if n else float("nan"),
             "termination_rate": float(np.mean(self.terminated)) if n else float("nan"),
-        }
+        } | success
 
 
 def make_policy(spec: str, env: UniEnv) -> Policy:
@@ -128,6 +131,8 @@ def rollout(
             stats.returns += episode["r"].cpu().numpy()[done].tolist()
             stats.lengths += episode["l"].cpu().numpy()[done].tolist()
             stats.terminated += terminated.cpu().numpy()[done].tolist()
+            if "is_success" in episode:
+                stats.successes += episode["is_success"].cpu().numpy()[done].tolist()
         if on_frame is not None and (step + 1) % frame_every == 0:
             on_frame(env.render())
     return stats

@@ -14,6 +14,8 @@ the few that differ in name or signature:
     copy(x)                a copy
     cross(a, b)            cross product along the last axis, broadcast
     norm(x)                Euclidean norm along the last axis
+    solve(a, b)            x with a @ x = b, batched ((..., n, n), (..., n, k)); torch's
+                           without its error check, which would read the device
     asarray(x, dtype=None) x as an array of this namespace (a torch tensor on the CPU
                            becomes a NumPy array sharing its memory, and back)
     zeros(shape, dtype)    on the namespace's device
@@ -34,7 +36,7 @@ import torch
 # calls whose NumPy and torch forms take the same positional arguments
 _SHARED = (
     "abs", "cos", "sin", "exp", "log1p", "sqrt", "square", "tanh", "floor", "arctan2", "minimum", "maximum", "clip",
-    "where", "take", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi",
+    "where", "take", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi", "swapaxes",
     "float32", "float64", "int64", "bool",
 )  # fmt: skip
 
@@ -59,6 +61,7 @@ def _numpy() -> SimpleNamespace:
             a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT]
         ),  # np.cross: 3x slower
         norm=lambda x: np.sqrt(np.square(x).sum(-1)),
+        solve=np.linalg.solve,
         asarray=_numpy_asarray,
         zeros=lambda shape, dtype: np.zeros(shape, dtype=dtype),
     )
@@ -74,6 +77,7 @@ def torch_namespace(device: torch.device) -> SimpleNamespace:
         copy=torch.clone,
         cross=lambda a, b: torch.linalg.cross(*torch.broadcast_tensors(a, b), dim=-1),
         norm=lambda x: torch.linalg.vector_norm(x, dim=-1),
+        solve=lambda a, b: torch.linalg.solve_ex(a, b)[0],
         asarray=lambda x, dtype=None: torch.as_tensor(x, dtype=dtype, device=device),
         zeros=lambda shape, dtype: torch.zeros(shape, dtype=dtype, device=device),
     )

@@ -1,0 +1,212 @@
+"""Panda lift: MuJoCo Menagerie's Franka Panda (`franka_emika_panda/mjx_single_cube.xml`, found
+by `unienv.robots`) grasps a box lying on the table and lifts it to a sampled height.
+
+Model: Menagerie's MJX Panda scene with its box ("box", 4 x 4 x 6 cm, 96 g, on the floor plane,
+which is the table) as it ships: primitive collisions only (finger pads against the box, the
+box and the hand's capsule against the floor), timestep 0.005 s, implicitfast, the position
+servos of the arm (kp 1000 / 750 / 300) and the finger servo. The one edit: the mocap marker
+"mocap_target" becomes a translucent plate that shows the target height above the box's area.
+
+Action (4): an end-effector motion and the gripper, [-1, 1] each. The first three move the
+"gripper" site (between the fingertips) by `action_scale` m along world x, y, z through damped
+least-squares inverse kinematics on the site's Jacobian, J^T (J J^T + damping I)^-1 e, where e
+also turns the hand back toward pointing down with its fingers closing along world x (the
+`rotation_gain` share of its orientation error per step). The joint targets integrate these
+steps (kept in the memory, as Playground's PandaPickCube keeps its joint targets) within the
+joint ranges and within `max_lead` rad of the joints, so a zero action holds the arm where its
+servos hold it. The fourth sets the finger servo's target: -1 closed, +1 open (8 cm). Why
+not joint-position deltas (Playground's 8-dim action): on the CPU's budget PPO must find a
+grasp in a few million steps, and a Cartesian 4-dim action makes reaching a straight line in
+the action space, the hand's orientation a solved problem, and the grasp one number.
+
+Observation blocks: joint_pos and joint_vel (9 each: 7 arm joints, 2 fingers), gripper_opening
+(the fingers' gap, m), gripper_pos (3), cube_to_gripper (3, box minus gripper site, world
+frame), cube_quat (4), cube_lin_vel (3, world), cube_ang_vel (3, box frame), target_height (1)
+and height_to_target (1, target minus box height). Reward terms, each in [0, weight] per step:
+reach (1 - tanh(|box - gripper| / reach_scale)), grasp (the fingers' closedness, 1 - gap / 8 cm,
+while the gripper site is within grasp_distance of the box's centre), lift (1 - |target - box
+height| / (target - rest height), floored at 0: 0 at rest, 1 at the target) and success (1 while
+successful). Success (`info["is_success"]`, and in the episode statistics as the episode's
+last value): the box's height within `success_tolerance` of the target. Never terminates;
+truncated after `episode_length_s`. Reset: Menagerie's "home" pose plus U(-reset_noise_scale,
+reset_noise_scale) rad on the arm joints, fingers open, at rest; the box at rest on the table
+at a position and yaw drawn from `cube_box` and `cube_yaw_range`; the target height from
+`target_height_range`. Timing: a 0.02 s control step (4 physics steps), Playground's. Needs body
+views, site Jacobians and mocap (for the marker).
+"""
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+
+from unienv import robots
+from unienv.backends.scene import edit_spec, write_spec
+from unienv.task import Task, TaskOptions, option, total
+from unienv.tasks.common import read_state, rotate
+
+GRIPPER_OFFSET = (0.0, 0.0, 0.1)  # the "gripper" site in the hand's frame
+DOWN = (0.0, np.sqrt(0.5), np.sqrt(0.5), 0.0)  # the hand pointing down, fingers closing along world x
+REST_HEIGHT = 0.03  # m: the box's centre at rest (its half height)
+FINGER_OPEN = 0.04  # m: each finger's travel
+ARM = 7  # arm joints, then the two fingers, then the box's free joint
+
+
+@dataclasses.dataclass
+class PandaLiftOptions(TaskOptions):
+    episode_length_s: float = option(3.0, "s: an episode is truncated after it")
+    action_scale: float = option(0.04, "m: the gripper site's motion per step for an action of 1")
+    rotation_gain: float = option(0.5, "share of the hand's orientation error corrected per step")
+    damping: float = option(0.005, "the inverse kinematics' damping (m^2)")
+    cube_box: tuple = option(((0.45, -0.15), (0.65, 0.15)), "m: the box's xy at reset, low and high corners")
+    cube_yaw_range: tuple = option((-0.5, 0.5), "rad: the box's yaw at reset")
+    target_height_range: tuple = option((0.15, 0.3), "m: the target height of the box's centre")
+    success_tolerance: float = option(0.02, "m: success while |target - box height| is below it")
+    reset_noise_scale: float = option(0.05, "rad: the arm joints' reset offsets U(-it, it)")
+    reach_weight: float = option(1.0, "weight of 1 - tanh(|box - gripper| / reach_scale)")
+    reach_scale: float = option(0.1, "m: the reach term's width")
+    grasp_weight: float = option(1.0, "weight of the fingers' closedness near the box")
+    grasp_distance: float = option(0.02, "m: the grasp term counts within this of the box's centre")
+    lift_weight: float = option(4.0, "weight of the lift term (0 at rest, 1 at the target height)")
+    success_weight: float = option(2.0, "weight of the success indicator")
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.cube_box = tuple(tuple(float(x) for x in corner) for corner in self.cube_box)
+
+
+def quat_error(xp, quat, goal):
+    """The rotation (N, 3), world frame, rad (small-angle form), that takes the body-to-world
+    wxyz quaternions quat (N, 4) to goal (4,): 2 sign(w) v of goal * conj(quat)."""
+    w1, v1 = goal[0], goal[1:]
+    w2, v2 = quat[:, :1], -quat[:, 1:]
+    w = w1 * w2[:, 0] - (v1 * v2).sum(1)
+    v = w1 * v2 + w2 * v1 + xp.cross(v1, v2)
+    return 2.0 * xp.where(w[:, None] < 0, -v, v)
+
+
+def panda_scene():
+    """Menagerie's single-cube Panda scene with its mocap marker as a target-height plate."""
+    scene = robots.model_file("franka_emika_panda", "mjx_single_cube.xml")
+    spec = edit_spec(scene)
+    spec.body("box").first_joint().name = "box"  # unnamed in Menagerie's file: DR's init_state names it
+    marker = spec.body("mocap_target").geoms[0]
+    marker.size, marker.rgba = (0.1, 0.15, 0.002), (1.0, 0.2, 0.2, 0.3)
+    for body in spec.body("link1").find_all("body"):  # the arm's links, hand and fingers
+        body.gravcomp = 1.0
+    spec.body("link1").gravcomp = 1.0
+    return write_spec(spec, scene, "unienv_robots")
+
+
+class PandaLift(Task):
+    name = "panda_lift"
+    sim_dt, decimation = 0.005, 4
+    root_body = "link1"
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    camera = {"distance": 1.4, "azimuth": 150.0, "elevation": -25.0, "lookat": (0.5, 0.0, 0.15)}
+    requires = ("body_views", "site_jacobian", "mocap")
+    arrays = "any"
+    Options = PandaLiftOptions
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.scene = panda_scene()
+
+    def observation_blocks(self):
+        return {
+            "joint_pos": ARM + 2, "joint_vel": ARM + 2, "gripper_opening": 1, "gripper_pos": 3,
+            "cube_to_gripper": 3, "cube_quat": 4, "cube_lin_vel": 3, "cube_ang_vel": 3,
+            "target_height": 1, "height_to_target": 1,
+        }  # fmt: skip
+
+    def setup(self, backend):
+        super().setup(backend)
+        info = backend.info
+        self.bodies = backend.find("body", ("hand", "box"))
+        self.site = int(backend.find("site", "gripper")[0])
+        self.home = self.array(info.keyframes["home"])
+        low, high = info.joint_range[:ARM].T
+        self.q_low, self.q_high = self.array(low), self.array(high)
+        self.offset, self.down = self.array(GRIPPER_OFFSET), self.array(DOWN)
+        self.eye = self.array(self.damping * np.eye(6))
+        self.cube_low, self.cube_high = self.array(self.cube_box)
+        self.nv = backend.nv
+
+    def control(self, action, s, memory):
+        xp = self.xp
+        motion = self.action_scale * action[:, :3]
+        turn = self.rotation_gain * quat_error(xp, s["hand_quat"], self.down)
+        jac = s["jac"]  # (N, 6, 7)
+        jac_t = xp.swapaxes(jac, 1, 2)
+        error = xp.concat((motion, turn), 1)[:, :, None]
+        dq = (jac_t @ xp.solve(jac @ jac_t + self.eye, error))[:, :, 0]
+        target = xp.clip(s["qpos"][:, :ARM] + dq, self.q_low, self.q_high)
+        fingers = FINGER_OPEN / 2 * (1.0 + action[:, 3:])
+        return xp.concat((target, fingers), 1)
+
+    def read(self, backend):
+        xp, s = self.xp, read_state(self, backend)
+        views = backend.get_body_views(self.bodies)
+        hand_pos, hand_quat = xp.asarray(views.pos)[:, 0], xp.asarray(views.quat)[:, 0]
+        s["hand_quat"] = xp.copy(hand_quat)
+        s["gripper"] = hand_pos + rotate(xp, hand_quat, self.offset)
+        jacp, jacr = backend.get_site_jacobian(self.site)
+        s["jac"] = xp.concat((xp.asarray(jacp)[:, :, :ARM], xp.asarray(jacr)[:, :, :ARM]), 1)
+        return s
+
+    def observe(self, s, memory):
+        qpos, qvel, target = s["qpos"], s["qvel"], memory["target"][:, 2:]
+        cube = qpos[:, ARM + 2 : ARM + 5]
+        return self.xp.concat(
+            (
+                qpos[:, : ARM + 2], qvel[:, : ARM + 2], qpos[:, ARM : ARM + 1] + qpos[:, ARM + 1 : ARM + 2],
+                s["gripper"], cube - s["gripper"], qpos[:, ARM + 5 :], qvel[:, ARM + 2 :],
+                target, target - cube[:, 2:],
+            ),
+            1,
+        )  # fmt: skip
+
+    def reward(self, s, prev, action, memory):
+        xp, qpos = self.xp, s["qpos"]
+        distance = xp.norm(qpos[:, ARM + 2 : ARM + 5] - s["gripper"])
+        gap = qpos[:, ARM] + qpos[:, ARM + 1]
+        near = xp.astype(distance < self.grasp_distance, self.dtype)
+        target = memory["target"][:, 2]
+        lift = xp.clip(1.0 - xp.abs(target - qpos[:, ARM + 4]) / (target - REST_HEIGHT), 0.0, None)
+        terms = {
+            "reach": self.reach_weight * (1.0 - xp.tanh(distance / self.reach_scale)),
+            "grasp": self.grasp_weight * near * (1.0 - gap / (2 * FINGER_OPEN)),
+            "lift": self.lift_weight * lift,
+            "success": self.success_weight * xp.astype(self.success(s, memory), self.dtype),
+        }
+        return total(terms), terms
+
+    def success(self, s, memory):
+        return self.xp.abs(memory["target"][:, 2] - s["qpos"][:, ARM + 4]) < self.success_tolerance
+
+    def terminated(self, s, memory):
+        return self.xp.zeros(len(s["qpos"]), self.xp.bool)
+
+    def reset_state(self, env_ids, rng):
+        xp, n = self.xp, rng.rows
+        qpos = xp.copy(xp.broadcast_to(self.home, (n, len(self.home))))
+        scale = self.reset_noise_scale
+        qpos[:, :ARM] += rng.uniform((ARM,), -scale, scale, dtype=self.dtype)
+        qpos[:, ARM : ARM + 2] = FINGER_OPEN
+        qpos[:, ARM + 2 : ARM + 4] = rng.uniform((2,), self.cube_low, self.cube_high, dtype=self.dtype)
+        qpos[:, ARM + 4] = REST_HEIGHT
+        half_yaw = 0.5 * rng.uniform((), *self.cube_yaw_range, dtype=self.dtype)
+        qpos[:, ARM + 5], qpos[:, ARM + 8] = xp.cos(half_yaw), xp.sin(half_yaw)
+        qpos[:, ARM + 6 : ARM + 8] = 0.0
+        return qpos, xp.zeros((n, self.nv), self.dtype)
+
+    def reset_memory(self, rng):
+        n = rng.rows
+        height = rng.uniform((1,), *self.target_height_range, dtype=self.dtype)
+        centre = self.xp.broadcast_to((self.cube_low + self.cube_high) / 2, (n, 2))
+        return {"target": self.xp.concat((centre, height), 1)}
+
+    def mocap_pose(self, memory):
+        target = memory["target"]
+        upright = self.xp.broadcast_to(self.array((1.0, 0.0, 0.0, 0.0)), (len(target), 1, 4))
+        return target[:, None], upright
