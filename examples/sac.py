@@ -20,7 +20,9 @@ of ended episodes are summed there and read once per progress line.
 - The first --learning-starts env steps (all envs together) take uniform random actions.
 
 At the end the deterministic policy (the squashed mean) and a uniform random policy are each
-evaluated on --eval-envs fresh envs for one full episode, and the figures printed on one line.
+evaluated on --eval-envs fresh envs for one full episode, and the figures printed on one line:
+mean returns and, for a task with a goal (`info["is_success"]`), the share of episodes that
+ended in it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--total-steps", type=int, default=20_000, help="env steps in all (every env's)")
+    p.add_argument("--max-seconds", type=float, default=None, help="stop training after this many seconds")
+    p.add_argument("--save", default=None, help="write the trained actor's state_dict there (torch.save)")
     p.add_argument("--buffer-size", type=int, default=1_000_000, help="transitions the replay buffer keeps")
     p.add_argument("--learning-starts", type=int, default=2_000, help="env steps of random actions first")
     p.add_argument("--updates-per-step", type=int, default=4, help="gradient updates per vector env step")
@@ -175,8 +179,11 @@ def train(args: argparse.Namespace) -> dict:
     ended_return = torch.zeros((), dtype=torch.float64, device=device)  # since the last progress line
     ended_count = torch.zeros((), dtype=torch.int64, device=device)
     vector_steps = max(1, args.total_steps // n)
-    start, logged = time.perf_counter(), 0
+    start, logged, mean = time.perf_counter(), 0, float("nan")
     for step in range(1, vector_steps + 1):
+        if args.max_seconds is not None and time.perf_counter() - start > args.max_seconds:
+            vector_steps = step - 1
+            break
         if step * n <= args.learning_starts:
             actions = low + (high - low) * torch.rand(n, act_dim, device=device)
         else:
@@ -209,29 +216,42 @@ def train(args: argparse.Namespace) -> dict:
             )
     seconds = time.perf_counter() - start
     result = {"env_steps": vector_steps * n, "seconds": seconds, "train_return": mean}
+    if args.save:
+        torch.save(actor.state_dict(), args.save)
     if args.eval_envs:
-        result["eval_return"] = evaluate(args, actor.deterministic)
-        result["random_return"] = evaluate(
-            args, lambda o: low + (high - low) * torch.rand(len(o), act_dim, device=o.device)
-        )
+        for name, policy in (
+            ("eval", actor.deterministic),
+            ("random", lambda o: low + (high - low) * torch.rand(len(o), act_dim, device=o.device)),
+        ):
+            returns, success = evaluate(args, policy)
+            result[f"{name}_return"] = returns
+            if success is not None:
+                result[f"{name}_success"] = success
     print(", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))
     env.close()
     return result
 
 
-def evaluate(args: argparse.Namespace, policy) -> float:
-    """Mean return of policy over one full episode of each of --eval-envs fresh envs."""
+def evaluate(args: argparse.Namespace, policy) -> tuple[float, float | None]:
+    """Mean return of policy over one full episode of each of --eval-envs fresh envs, and the
+    share of those episodes that ended in the task's goal (None: a task without one)."""
     env = unienv.make(args.task, backend=args.backend, num_envs=args.eval_envs, device=args.device)
     obs, _ = env.reset(seed=args.seed + 10_000)
     returns = torch.full((args.eval_envs,), float("nan"), dtype=torch.float64)
+    success = torch.zeros(args.eval_envs, dtype=torch.bool)
+    goal = False
     for _ in range(env.max_episode_steps):
         with torch.no_grad():
             obs, _, _, _, info = env.step(policy(obs.float()))
         if "final_info" in info:
             ended = info["final_info"]["_episode_stats"].cpu() & returns.isnan()
-            returns[ended] = info["final_info"]["episode_stats"]["r"].cpu().double()[ended]
+            stats = info["final_info"]["episode_stats"]
+            returns[ended] = stats["r"].cpu().double()[ended]
+            if "is_success" in stats:
+                goal, success[ended] = True, stats["is_success"].cpu()[ended]
     env.close()
-    return float(returns.mean())  # every env's first episode ends within max_episode_steps
+    # every env's first episode ends within max_episode_steps
+    return float(returns.mean()), float(success.double().mean()) if goal else None
 
 
 if __name__ == "__main__":

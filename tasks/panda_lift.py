@@ -22,13 +22,15 @@ the action space, the hand's orientation a solved problem, and the grasp one num
 Observation blocks: joint_pos and joint_vel (9 each: 7 arm joints, 2 fingers), gripper_opening
 (the fingers' gap, m), gripper_pos (3), cube_to_gripper (3, box minus gripper site, world
 frame), cube_quat (4), cube_lin_vel (3, world), cube_ang_vel (3, box frame), target_height (1)
-and height_to_target (1, target minus box height). Reward terms, each in [0, weight] per step:
-reach (1 - tanh(|box - gripper| / reach_scale)), grasp (the fingers' closedness, 1 - gap / 8 cm,
-while the gripper site is within grasp_distance of the box's centre), lift (1 - |target - box
-height| / (target - rest height), floored at 0: 0 at rest, 1 at the target) and success (1 while
-successful). Success (`info["is_success"]`, and in the episode statistics as the episode's
-last value): the box's height within `success_tolerance` of the target. Never terminates;
-truncated after `episode_length_s`. Reset: Menagerie's "home" pose plus U(-reset_noise_scale,
+and height_to_target (1, target minus box height). Reward terms per step, each times its
+weight: reach (1 - tanh(|box - gripper| / reach_scale)), grasp (the fingers' closedness,
+1 - gap / 8 cm, while the gripper site is within grasp_distance of the box's centre), lift
+(1 - |target - box height| / (target - rest height), floored at 0: 0 at rest, 1 at the target),
+drift (-|box - plate centre| horizontally, m: the box is to be lifted where it lies, not carried
+off; at most 0.1 m at reset) and success (1 while successful). Success (`info["is_success"]`,
+and in the episode statistics as the episode's last value): the box's height within `success_tolerance` of the target. Never terminates;
+truncated after `episode_length_s`. Reset: the ready pose (`READY`: the gripper 12 cm above the
+middle of the box's area; Menagerie's "home" holds it 35 cm up) plus U(-reset_noise_scale,
 reset_noise_scale) rad on the arm joints, fingers open, at rest; the box at rest on the table
 at a position and yaw drawn from `cube_box` and `cube_yaw_range`; the target height from
 `target_height_range`. Timing: a 0.02 s control step (4 physics steps), Playground's. Needs body
@@ -50,17 +52,20 @@ DOWN = (0.0, np.sqrt(0.5), np.sqrt(0.5), 0.0)  # the hand pointing down, fingers
 REST_HEIGHT = 0.03  # m: the box's centre at rest (its half height)
 FINGER_OPEN = 0.04  # m: each finger's travel
 ARM = 7  # arm joints, then the two fingers, then the box's free joint
+# rad: the arm with the gripper site 12 cm above the table at (0.55, 0), pointing down (reached
+# from Menagerie's "home" through the task's own actions)
+READY = (0.0, 0.276, 0.0, -2.2217, 0.0, 2.4976, -0.7854)
 
 
 @dataclasses.dataclass
 class PandaLiftOptions(TaskOptions):
-    episode_length_s: float = option(3.0, "s: an episode is truncated after it")
+    episode_length_s: float = option(2.0, "s: an episode is truncated after it")
     action_scale: float = option(0.04, "m: the gripper site's motion per step for an action of 1")
     rotation_gain: float = option(0.5, "share of the hand's orientation error corrected per step")
     damping: float = option(0.005, "the inverse kinematics' damping (m^2)")
-    cube_box: tuple = option(((0.45, -0.15), (0.65, 0.15)), "m: the box's xy at reset, low and high corners")
+    cube_box: tuple = option(((0.5, -0.08), (0.6, 0.08)), "m: the box's xy at reset, low and high corners")
     cube_yaw_range: tuple = option((-0.5, 0.5), "rad: the box's yaw at reset")
-    target_height_range: tuple = option((0.15, 0.3), "m: the target height of the box's centre")
+    target_height_range: tuple = option((0.1, 0.2), "m: the target height of the box's centre")
     success_tolerance: float = option(0.02, "m: success while |target - box height| is below it")
     reset_noise_scale: float = option(0.05, "rad: the arm joints' reset offsets U(-it, it)")
     reach_weight: float = option(1.0, "weight of 1 - tanh(|box - gripper| / reach_scale)")
@@ -68,6 +73,7 @@ class PandaLiftOptions(TaskOptions):
     grasp_weight: float = option(1.0, "weight of the fingers' closedness near the box")
     grasp_distance: float = option(0.02, "m: the grasp term counts within this of the box's centre")
     lift_weight: float = option(4.0, "weight of the lift term (0 at rest, 1 at the target height)")
+    drift_weight: float = option(2.0, "weight of -|box - plate centre| horizontally (m)")
     success_weight: float = option(2.0, "weight of the success indicator")
 
     def __post_init__(self):
@@ -103,7 +109,7 @@ class PandaLift(Task):
     sim_dt, decimation = 0.005, 4
     root_body = "link1"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    camera = {"distance": 1.4, "azimuth": 150.0, "elevation": -25.0, "lookat": (0.5, 0.0, 0.15)}
+    camera = {"distance": 1.5, "azimuth": 135.0, "elevation": -12.0, "lookat": (0.45, 0.0, 0.25)}
     requires = ("body_views", "site_jacobian", "mocap")
     arrays = "any"
     Options = PandaLiftOptions
@@ -125,6 +131,7 @@ class PandaLift(Task):
         self.bodies = backend.find("body", ("hand", "box"))
         self.site = int(backend.find("site", "gripper")[0])
         self.home = self.array(info.keyframes["home"])
+        self.home[:ARM] = self.array(READY)
         low, high = info.joint_range[:ARM].T
         self.q_low, self.q_high = self.array(low), self.array(high)
         self.offset, self.down = self.array(GRIPPER_OFFSET), self.array(DOWN)
@@ -177,6 +184,7 @@ class PandaLift(Task):
             "reach": self.reach_weight * (1.0 - xp.tanh(distance / self.reach_scale)),
             "grasp": self.grasp_weight * near * (1.0 - gap / (2 * FINGER_OPEN)),
             "lift": self.lift_weight * lift,
+            "drift": -self.drift_weight * xp.norm(qpos[:, ARM + 2 : ARM + 4] - memory["target"][:, :2]),
             "success": self.success_weight * xp.astype(self.success(s, memory), self.dtype),
         }
         return total(terms), terms

@@ -522,7 +522,7 @@ def test_dr_terms_round_trip_and_defaults_stay_compiled(make_backend):
         default = b.get_dr_default(term)
         assert tuple(default.shape) == spec.shape
         assert torch.equal(b.get_dr_param(term)[0].cpu(), default.cpu())
-        values = modified(default, term).expand(2, *spec.shape).clone()
+        values = modified_entries(b, term).expand(2, *spec.shape).clone()
         b.set_dr_param(term, torch.tensor([3, 1]), values)
         assert torch.allclose(b.get_dr_param(term, torch.tensor([1, 3])).cpu(), values.cpu())
         assert torch.equal(
@@ -594,6 +594,7 @@ EFFECTS = {
     # softer contacts (a longer time constant, a lower impedance): the resting box sinks deeper
     "geom_solref": (["box", "floor"], _box_height, -1),
     "geom_solimp": (["box", "floor"], _box_height, -1),
+    "geom_size": ("box", _box_height, 1),  # a bigger box rests higher
     "dof_damping": ("hinge", _hinge_speed, -1),
     "dof_armature": ("slider", _cart_progress, -1),
     "dof_frictionloss": ("hinge", _hinge_speed, -1),
@@ -613,7 +614,20 @@ def modified(default: torch.Tensor, term: str) -> torch.Tensor:
         return default * 0.2
     if term == "geom_solimp":  # dmin and dmax halved
         return default * torch.tensor([0.5, 0.5, 1.0, 1.0, 1.0], dtype=default.dtype, device=default.device)
+    if term == "geom_size":
+        return default * 1.5
     return default * 3.0 + (1.0 if term.startswith("dof_") or term == "actuator_kd" else 0.0)
+
+
+def modified_entries(b, term: str) -> torch.Tensor:
+    """`modified` on every entry of a term, but the floor's size: a plane's size is not its shape,
+    and geom_size refuses to change it."""
+    default = b.get_dr_default(term)
+    values = modified(default, term)
+    if term == "geom_size":
+        floor = b.find("geom", "floor")
+        values[floor] = default[floor]
+    return values
 
 
 @pytest.mark.parametrize("term", DR_TERMS)
@@ -626,7 +640,7 @@ def test_dr_term_changes_the_physics(make_backend, backend_name, term):
     qpos, qvel = initial_state(b, 2)
     if term == "geom_friction":  # the box on the floor, pushed along x
         qpos[:, 2], qvel[:, 0] = 0.1, 1.0
-    if term in ("geom_solref", "geom_solimp"):  # the box resting on the floor
+    if term in ("geom_solref", "geom_solimp", "geom_size"):  # the box resting on the floor
         qpos[:, 2] = 0.1
     b.set_state_tensor(torch.arange(2), qpos, qvel)
     default = b.get_dr_default(term)

@@ -106,8 +106,8 @@ def dr_backend(backend_name):
     backend.close()
 
 
-# every term but the contact solver parameters, which Genesis keeps the same for all envs
-GENESIS_TERMS = tuple(t for t in DR_TERMS if t not in ("geom_solref", "geom_solimp"))
+# every term but the contact solver parameters and geom sizes, which Genesis keeps the same for all envs
+GENESIS_TERMS = tuple(t for t in DR_TERMS if t not in ("geom_solref", "geom_solimp", "geom_size"))
 
 
 def _shared_genesis(slot):

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from tests.contract.conftest import DEVICE_BACKENDS, MJWARP_DEVICE
-from tests.contract.test_contract import modified
+from tests.contract.test_contract import modified_entries
 from tests.dr.conftest import SCENE, ContractTask
 from tests.syncs import count_host_syncs
 from unienv import dr as domain_randomization
@@ -25,7 +25,7 @@ def test_masked_write_changes_only_the_masked_rows(dr_backend):
     mask = torch.tensor(MASK, device=b.device)
     for term, spec in b.get_dr_capabilities().items():
         before = b.get_dr_param(term)
-        values = modified(b.get_dr_default(term), term).expand(4, *spec.shape).clone().to(b.device)
+        values = modified_entries(b, term).expand(4, *spec.shape).clone().to(b.device)
         values[~mask] = float("nan")  # rows outside the mask are ignored, whatever they hold
         written = b.set_dr_param_mask(term, mask, values)
         after = b.get_dr_param(term)

@@ -115,7 +115,8 @@ from unienv.backends.genesis_scene import (
 from unienv.errors import ArgumentError
 
 # DR term -> the Genesis batch flag it needs (None: Genesis stores it per env anyway); the terms
-# not here (geom_solref, geom_solimp: Genesis keeps geom solver parameters for all envs) it refuses
+# not here (geom_solref, geom_solimp: Genesis keeps geom solver parameters for all envs;
+# geom_size: Genesis has no per-env geom sizes) it refuses
 _BATCH_FLAG = {
     "body_mass": "batch_links_info",
     "body_com": "batch_links_info",

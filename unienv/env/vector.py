@@ -81,6 +81,15 @@ from unienv.utils.arrays import to_numpy
 from unienv.utils.random import EnvRandom
 
 
+def _goal(task: Task, reading: dict, memory: dict, info: dict, everyone: Any) -> Any:
+    """The task's success at this step (`Task.success`), also put in info["is_success"];
+    None for a task without a goal."""
+    success = task.success(reading, memory)
+    if success is not None:
+        info["is_success"], info["_is_success"] = success, everyone
+    return success
+
+
 class UniEnv(VectorEnv):
     """num_envs copies of a task on one batched backend; see the module docstring."""
 
@@ -126,12 +135,9 @@ class UniEnv(VectorEnv):
         self.task, self.backend = task, backend
         self.num_envs = n = backend.num_envs
         self.device = backend.device
-        self.max_episode_steps = max_episode_steps
-        self.render_mode = render_mode
-        self.render_size = render_size
-        self.nonfinite_actions = nonfinite_actions
-        self.out_of_bounds_actions = out_of_bounds_actions
-        self.action_repeat = action_repeat
+        self.max_episode_steps, self.action_repeat = max_episode_steps, action_repeat
+        self.render_mode, self.render_size = render_mode, render_size
+        self.nonfinite_actions, self.out_of_bounds_actions = nonfinite_actions, out_of_bounds_actions
         self.single_action_space = task.single_action_space
         self.single_observation_space = task.single_observation_space
         self.action_space = batch_space(self.single_action_space, n)
@@ -321,9 +327,7 @@ class UniEnv(VectorEnv):
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
             self._reading = before = path.keep(self._reading, reading)
         reward, terms, terminated = outcome
-        self._success = task.success(reading, self._memory)
-        if self._success is not None:
-            info["is_success"], info["_is_success"] = self._success, self._everyone
+        self._success = _goal(task, reading, self._memory, info, self._everyone)
         self._observer.after_step(self._memory)
         self._length += 1
         truncated = self._length >= self.max_episode_steps
@@ -376,14 +380,12 @@ class UniEnv(VectorEnv):
 
     def _episode_stats(self, done) -> dict:
         xp, elapsed = self._xp, self._path.now() - self._start
-        stats = {
+        success = {} if self._success is None else {"is_success": done & self._success}  # at the last step
+        return {
             "r": xp.where(done, self._return, 0.0),
             "l": xp.where(done, self._length, 0),
             "t": xp.where(done, elapsed, 0.0),
-        }
-        if self._success is not None:  # the goal met at the episode's last step
-            stats["is_success"] = done & self._success
-        return stats
+        } | success
 
     # ---- render / close -----------------------------------------------------
 
