@@ -1,6 +1,6 @@
 """The standalone runner (unienv.deploy.runner) against the env: its observation from an MjData is
 the env's, and closed loop on plain mujoco its actions are the env's policy actions over 1000 steps
-from the same state and commands (the quadruped, its rough variant, Menagerie's Go1 and G1);
+from the same state and commands (the quadruped, Menagerie's Go1 and G1, each on flat and rough ground);
 copied out of unienv, it runs with torch and unienv blocked."""
 
 import shutil
@@ -51,12 +51,20 @@ def trained_timestep(env, model):
     return model
 
 
+VELOCITY_TASKS = (
+    "quadruped",
+    "quadruped_rough",
+    "go1_velocity",
+    "go1_velocity_rough",
+    "g1_velocity",
+    "g1_velocity_rough",
+)
 # the G1 falls within 2 s under a random policy: its episodes here run on after the fall (the
 # runner's actions must still equal the env's while the robot lies and kicks on the floor)
-OPTIONS = {"g1_velocity": {"terminate_when_unhealthy": False}}
+OPTIONS = {name: {"terminate_when_unhealthy": False} for name in ("g1_velocity", "g1_velocity_rough")}
 
 
-@pytest.fixture(scope="module", params=["quadruped", "quadruped_rough", "go1_velocity", "g1_velocity"])
+@pytest.fixture(scope="module", params=[*VELOCITY_TASKS])
 def quadruped(request, tmp_path_factory):
     """A velocity task's env (one env) and a random-weight ONNX policy for it."""
     options = {"episode_length_s": 40.0, **OPTIONS.get(request.param, {})}
