@@ -39,6 +39,7 @@ TASKS = {
     "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",
     "go1_velocity_rough": "unienv.tasks.go1_velocity:Go1VelocityRough",
     "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
+    "g1_tracking": "unienv.tasks.g1_tracking:G1Tracking",
 }
 
 

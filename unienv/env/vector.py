@@ -389,9 +389,9 @@ class UniEnv(VectorEnv):
             height, width = self.render_size
             self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
         qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
-        pose = self.task.mocap_pose(self._memory) if self._memory else None
-        pose = (None, None) if pose is None else (to_numpy(x[self.render_env_ids]) for x in pose)
-        return tuple(self._renderer.render_rows(qpos, *pose))
+        return tuple(
+            self._renderer.render_rows(qpos, *_drawn_marks(self.task, self._memory, self.render_env_ids))
+        )
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:
@@ -399,6 +399,16 @@ class UniEnv(VectorEnv):
             self._renderer = None
         self._observer.close()
         self.backend.close()
+
+
+def _drawn_marks(task, memory, ids) -> tuple:
+    """What the task draws into the rendered envs' frames beside the state: its mocap bodies'
+    positions and quaternions, and a ghost pose (None each where it draws none)."""
+    if not memory:
+        return None, None, None
+    pose, ghost = task.mocap_pose(memory), task.ghost_qpos(memory)
+    pose = (None, None) if pose is None else tuple(to_numpy(x[ids]) for x in pose)
+    return (*pose, None if ghost is None else to_numpy(ghost[ids]))
 
 
 _AUTORESETS = {
