@@ -87,6 +87,7 @@ def task_class(name: str):
 # task options that must be physically meaningful beyond being finite numbers
 POSITIVE_OPTIONS = {"episode_length_s", "max_angle", "rail", "action_scale", "base_height_target", "max_tilt"}
 POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
+POSITIVE_OPTIONS |= {"max_anchor_height_error", "max_anchor_gravity_error", "max_end_effector_height_error"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
 
 

@@ -99,6 +99,17 @@ class G1Tracking(Task):
 
     def __init__(self, **options):
         super().__init__(**options)
+        if (
+            isinstance(self.future_frames, bool)
+            or not isinstance(self.future_frames, int)
+            or self.future_frames < 0
+        ):
+            raise ArgumentError(f"task.future_frames: expected an int >= 0, got {self.future_frames!r}")
+        if not self.adaptive_uniform > 0.0 or not 0.0 <= self.adaptive_alpha <= 1.0:
+            raise ArgumentError(
+                f"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in [0, 1], got "
+                f"{self.adaptive_uniform!r}, {self.adaptive_alpha!r}"
+            )
         self.scene, per_torque = g1_scene(
             robots.model_file("unitree_g1", "scene_mjx.xml"), (G1_NJMAX, G1_NCONMAX)
         )

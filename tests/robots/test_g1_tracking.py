@@ -149,3 +149,20 @@ def test_a_motion_of_another_robot_is_refused(tmp_path, built):
         match=r"task.motion: .*other.npz.* expected the G1's joints and bodies .*, missing \['left_knee_joint', 'right_knee_joint'\]",
     ):
         G1Tracking(motion=str(tmp_path / "other.npz")).setup(backend)
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"future_frames": -1}, r"task.future_frames: expected an int >= 0, got -1"),
+        ({"future_frames": 1.5}, r"task.future_frames: expected an int >= 0, got 1.5"),
+        (
+            {"adaptive_uniform": 0.0},
+            r"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in \[0, 1\]",
+        ),
+        ({"motion": "squats"}, r"built-in motion clip|No such file"),
+    ],
+)
+def test_bad_options_are_refused_at_construction(options, match):
+    with pytest.raises((ArgumentError, FileNotFoundError), match=match):
+        G1Tracking(**options)
