@@ -280,9 +280,10 @@ class G1Tracking(Task):
         f = xp.astype(frame, xp.int64)
         qpos, noise = xp.copy(self.ref_qpos[f]), self.reset_noise_scale
         qpos[:, self.q_idx] += rng.uniform((29,), -noise, noise, dtype=self.dtype)
-        self._starts = frame  # handed to reset_memory, which the env calls next in the same reset
+        self._starts = frame  # for reset_memory, which the env calls next in the same reset
         return qpos, xp.copy(self.ref_qvel[f])
 
     def reset_memory(self, rng):
-        frame, zeros = self._starts, self.xp.zeros((rng.rows, 30), self.dtype)
+        frame = self.__dict__.pop("_starts")  # reset_state's draw: nothing stays on self after a reset
+        zeros = self.xp.zeros((rng.rows, 30), self.dtype)
         return {"frame": (frame + 1.0) % len(self.ref_q), "steps": zeros[:, 0], "last_action": zeros[:, 1:]}

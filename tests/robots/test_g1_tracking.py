@@ -166,3 +166,11 @@ def test_a_motion_of_another_robot_is_refused(tmp_path, built):
 def test_bad_options_are_refused_at_construction(options, match):
     with pytest.raises((ArgumentError, FileNotFoundError), match=match):
         G1Tracking(**options)
+
+
+def test_a_reset_leaves_no_state_on_the_task(built):
+    """reset_state's start frames go to reset_memory and no further (a checkpoint saves the
+    task's arrays: only the start bins' failures live across resets)."""
+    task, backend = built("mujoco", motion="squat")
+    _start(task, backend)
+    assert not hasattr(task, "_starts")
