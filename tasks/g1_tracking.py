@@ -82,9 +82,15 @@ def yaw_turn(xp, c, s, v):
 
 
 def angle_between(xp, a, b):
-    """Rotation angle (rad) between wxyz quaternions a and b (..., 4): 2 atan2(|vec|, |w|) of a* b."""
-    vec = a[..., :1] * b[..., 1:] - b[..., :1] * a[..., 1:] - xp.cross(a[..., 1:], b[..., 1:])
-    return 2.0 * xp.arctan2(xp.norm(vec), xp.abs((a * b).sum(-1)))
+    """Rotation angle (rad) between wxyz quaternions a and b (..., 4): 2 atan2(|v|, |w|) of a* b,
+    whose vector part is a_w b_v - b_w a_v - a_v x b_v (by components: elementwise, no gathers)."""
+    (aw, ax, ay, az), (bw, bx, by, bz) = (a[..., i] for i in range(4)), (b[..., i] for i in range(4))
+    vx = aw * bx - bw * ax - (ay * bz - az * by)
+    vy = aw * by - bw * ay - (az * bx - ax * bz)
+    vz = aw * bz - bw * az - (ax * by - ay * bx)
+    return 2.0 * xp.arctan2(
+        xp.sqrt(vx * vx + vy * vy + vz * vz), xp.abs(aw * bw + ax * bx + ay * by + az * bz)
+    )
 
 
 class G1Tracking(Task):
@@ -155,9 +161,18 @@ class G1Tracking(Task):
         qvel[:, self.v_idx] = m.joint_vel[:, order]
         self.ref_qpos, self.ref_qvel = self.array(qpos), self.array(qvel)
         self.ref_q, self.ref_qd = self.ref_qpos[:, self.q_idx], self.ref_qvel[:, self.v_idx]
-        self.ref = [
-            self.array(a[:, body_order]) for a in (m.body_pos, m.body_quat, m.body_lin_vel, m.body_ang_vel)
-        ]
+        pos, quat = m.body_pos[:, body_order], m.body_quat[:, body_order]
+        self.ref_pos, self.ref_quat = self.array(pos), self.array(quat)
+        # the bodies' offsets from the anchor, linear and angular velocities: turned together (T, 3 B, 3)
+        vectors = (
+            pos - pos[:, ANCHOR : ANCHOR + 1],
+            m.body_lin_vel[:, body_order],
+            m.body_ang_vel[:, body_order],
+        )
+        self.ref_vectors = self.array(np.concatenate(vectors, 1))
+        rot = rotation_matrix(np, quat[:, ANCHOR])  # per frame, once: the reference anchor's
+        self.ref_rot, self.ref_gravity_z = self.array(rot), self.array(rot[:, 2, 2])
+        self.ref_yaw = self.array(np.arctan2(rot[:, 1, 0], rot[:, 0, 0]))
         self.q_idx, self.v_idx = self.xp.asarray(self.q_idx), self.xp.asarray(self.v_idx)
         self.bins = int(m.frames // m.fps) + 1
         self.failures = self.xp.zeros((self.bins,), self.dtype)
@@ -193,29 +208,29 @@ class G1Tracking(Task):
 
     def target(self, s, frame):
         """The reference at `frame` (N,) aligned to the robot's anchor: body positions,
-        orientations, velocities (N, B, ...), and the reference anchor's rotation."""
+        orientations, velocities (N, B, ...), and the reference's own positions and orientations."""
         xp, a = self.xp, ANCHOR
-        pos, quat, lin, ang = (r[frame] for r in self.ref)
-        rot_r, rot_m = rotation_matrix(xp, s["quat"][:, a]), rotation_matrix(xp, quat[:, a])
-        yaw = xp.arctan2(rot_r[:, 1, 0], rot_r[:, 0, 0]) - xp.arctan2(rot_m[:, 1, 0], rot_m[:, 0, 0])
+        pos, quat, vectors = self.ref_pos[frame], self.ref_quat[frame], self.ref_vectors[frame]
+        w, x, y, z = (s["quat"][:, a, i] for i in range(4))  # the robot anchor's heading: R[:2, 0]
+        yaw = xp.arctan2(2 * x * y + 2 * w * z, w * w + x * x - y * y - z * z) - self.ref_yaw[frame]
         c, sn = xp.cos(yaw)[:, None], xp.sin(yaw)[:, None]
         origin = xp.concat((s["pos"][:, a, :2], pos[:, a, 2:]), 1)[:, None]
         ch, sh = xp.cos(yaw / 2)[:, None], xp.sin(yaw / 2)[:, None]
         w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
         turned = xp.stack((ch * w - sh * z, ch * x - sh * y, ch * y + sh * x, ch * z + sh * w), -1)
-        moved = origin + yaw_turn(xp, c, sn, pos - pos[:, a : a + 1])
-        return {"world_pos": pos, "world_quat": quat, "pos": moved, "quat": turned, "rot": rot_m, "robot_rot": rot_r,
-                "lin": yaw_turn(xp, c, sn, lin), "ang": yaw_turn(xp, c, sn, ang)}  # fmt: skip
+        v, b = yaw_turn(xp, c, sn, vectors), len(BODIES)
+        return {"world_pos": pos, "world_quat": quat, "pos": origin + v[:, :b], "quat": turned,
+                "lin": v[:, b : 2 * b], "ang": v[:, 2 * b :]}  # fmt: skip
 
     def frame(self, memory, ahead=0):
         return self.xp.astype(memory["frame"] + ahead, self.xp.int64) % len(self.ref_q)
 
     def observe(self, s, memory):
         xp, f = self.xp, self.frame(memory)
-        ref = self.target(s, f)
-        rot_r, a = ref["robot_rot"], ANCHOR
-        ref_anchor = to_body(ref["world_pos"][:, a] - s["pos"][:, a], rot_r)
-        relative = [to_body(ref["rot"][:, :, i], rot_r) for i in (0, 1)]
+        a, rot_m = ANCHOR, self.ref_rot[f]
+        rot_r = rotation_matrix(xp, s["quat"][:, a])
+        ref_anchor = to_body(self.ref_pos[f][:, a] - s["pos"][:, a], rot_r)
+        relative = [to_body(rot_m[:, :, i], rot_r) for i in (0, 1)]
         future = [self.ref_q[self.frame(memory, k + 1)] - self.default_q for k in range(self.future_frames)]
         return xp.concat(
             (self.ref_q[f] - self.default_q, JOINT_VEL_SCALE * self.ref_qd[f], ref_anchor, *relative, *future,
@@ -243,10 +258,10 @@ class G1Tracking(Task):
 
     def terminated(self, s, memory):
         f, a, e = self.frame(memory), ANCHOR, END_EFFECTORS
-        pos, quat = self.ref[0][f], self.ref[1][f]
-        gravity_z = (
-            rotation_matrix(self.xp, quat[:, a])[:, 2, 2] - rotation_matrix(self.xp, s["quat"][:, a])[:, 2, 2]
-        )
+        pos, q = self.ref_pos[f], s["quat"][:, a]
+        gravity_z = self.ref_gravity_z[f] - (
+            q[:, 0] ** 2 - q[:, 1] ** 2 - q[:, 2] ** 2 + q[:, 3] ** 2
+        )  # R[2, 2]
         return (
             (self.xp.abs(pos[:, a, 2] - s["pos"][:, a, 2]) > self.max_anchor_height_error)
             | (self.xp.abs(gravity_z) > self.max_anchor_gravity_error)
