@@ -8,7 +8,8 @@ Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s control step)
 not end where it starts jumps back to its first frame. Tracked bodies: BODIES (BeyondMimic's 14);
 the anchor is the torso. Reference targets of the bodies: the reference's bodies moved so that
 its anchor lies under the robot's (the robot's anchor x, y and heading, the reference's height),
-so drift is the anchor terms' alone.
+so drift is the anchor terms' alone; their velocities turned by the same heading. Videos draw
+the reference as a translucent ghost (`ghost_qpos`).
 Reset: the robot at the reference frame of a start phase, joints + U(-reset_noise_scale, +it).
 Start phases (BeyondMimic's adaptive sampling): the clip is cut in one bin a second; a bin is
 drawn with probability in proportion to its failure count (an average over resets, rate
@@ -24,7 +25,8 @@ Reward (each term times its weight and dt, WEIGHTS; errors squared, SIGMAS in m,
 rad/s): anchor_pos exp(-|dp|^2/0.3^2) and anchor_ori exp(-angle^2/0.4^2) of the anchor in the
 world; body_pos, body_ori, body_lin_vel, body_ang_vel exp(-mean over BODIES of the squared
 error / sigma^2) against the aligned reference (sigmas 0.3, 0.4, 1.0, 3.14); action_rate
-|a - a_prev|^2; joint_limits, rad past 90 % of each joint's range. The step's total is floored
+|a - a_prev|^2; joint_limits, rad past 90 % of each joint's range. Weights (BeyondMimic's):
+anchor_pos, anchor_ori 0.5; the four body terms 1; action_rate -0.1; joint_limits -10. The step's total is floored
 at 0 (as g1_velocity's): with a first policy's action noise the two penalties outweigh the
 tracking terms, and a negative step reward would teach it to fall. Perfect tracking earns
 (0.5 + 0.5 + 4 x 1) x 0.02 = 0.1 a step.

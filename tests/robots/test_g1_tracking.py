@@ -174,3 +174,23 @@ def test_a_reset_leaves_no_state_on_the_task(built):
     task, backend = built("mujoco", motion="squat")
     _start(task, backend)
     assert not hasattr(task, "_starts")
+
+
+def test_videos_draw_the_reference_as_a_translucent_ghost(built):
+    """The renderer adds the moving bodies at the ghost's pose in light blue over what is behind."""
+    from unienv.render import Renderer
+    from unienv.render.pool import GHOST_RGBA
+
+    task, backend = built("mujoco", motion="squat")
+    renderer = Renderer(task.scene, width=160, height=120, camera=task.camera)
+    try:
+        qpos = np.asarray(backend.info.keyframes["default"])[None]
+        ghost = np.copy(qpos)
+        ghost[0, 1] += 0.6  # beside the robot
+        plain, drawn = renderer.render_rows(qpos), renderer.render_rows(qpos, ghost=ghost)
+        changed = np.abs(drawn.astype(int) - plain).sum(-1) > 30
+        assert changed.mean() > 0.01  # a robot's worth of pixels
+        colour = drawn[changed].mean(0)
+        assert colour[2] > colour[0] and 0.0 < GHOST_RGBA[3] < 1.0  # blue over the floor, translucent
+    finally:
+        renderer.close()
