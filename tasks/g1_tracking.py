@@ -77,6 +77,13 @@ class G1TrackingOptions(TaskOptions):
     adaptive_uniform: float = option(0.1, "start bins' probability floor (over the bins) beside failures")
     adaptive_alpha: float = option(0.001, "rate of the start bins' failure averages, per reset")
 
+    def __post_init__(self):
+        super().__post_init__()
+        unknown = sorted(set(self.reward_weights or {}) - set(WEIGHTS))
+        if unknown:
+            raise ArgumentError(f"task.reward_weights: expected terms of {list(WEIGHTS)}, got {unknown}")
+        self.reward_weights = {**WEIGHTS, **(self.reward_weights or {})}
+
 
 def yaw_turn(xp, c, s, v):
     """Vectors v (N, B, 3) turned about z by the angles of cosines c and sines s (N, 1)."""

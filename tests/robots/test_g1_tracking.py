@@ -11,7 +11,7 @@ from tests.robots.test_tasks import ENGINES
 from unienv import backends
 from unienv.errors import ArgumentError
 from unienv.motion import clips
-from unienv.tasks.g1_tracking import SIGMAS, G1Tracking
+from unienv.tasks.g1_tracking import SIGMAS, WEIGHTS, G1Tracking
 from unienv.utils.random import EnvRandom
 
 N = 2
@@ -161,9 +161,14 @@ def test_a_motion_of_another_robot_is_refused(tmp_path, built):
             r"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in \[0, 1\]",
         ),
         ({"motion": "squats"}, r"built-in motion clip|No such file"),
+        (
+            {"reward_weights": {"body_position": 1.0}},
+            r"task.reward_weights: expected terms of .*got \['body_position'\]",
+        ),
     ],
 )
 def test_bad_options_are_refused_at_construction(options, match):
+    assert G1Tracking(reward_weights={"body_pos": 2.0}).reward_weights == {**WEIGHTS, "body_pos": 2.0}
     with pytest.raises((ArgumentError, FileNotFoundError), match=match):
         G1Tracking(**options)
 
