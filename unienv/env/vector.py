@@ -18,7 +18,8 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
 
 Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
-episode ended in this step. They are not under "episode", the key of
+episode ended in this step, plus the episode mean of each of the task's metrics
+(`Task.metrics`, e.g. a cube's yaw rate), which every step also puts in info[name]. They are not under "episode", the key of
 Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
 mode; unienv's own are the env's returns, before any reward wrapper.
 
@@ -169,6 +170,7 @@ class UniEnv(VectorEnv):
         self.episode_length = torch.zeros(n, dtype=torch.int64, device=self.device)
         self._length = self._path.array(self.episode_length)
         self._return = xp.zeros(n, task.dtype)
+        self._metric_sums: dict[str, Any] = {}  # Task.metrics summed over each env's episode
         self._start = xp.zeros(n, xp.float64)  # perf_counter at the episode's start
         self._pending_reset = xp.zeros(n, xp.bool)  # NEXT_STEP
         self._everyone = ~xp.zeros(n, xp.bool)
@@ -237,6 +239,8 @@ class UniEnv(VectorEnv):
             path.write_mocap(selection, pose)
         self._observer.after_reset(mask, self._memory)
         path.clear(self._return, mask, 0.0)
+        for sums in self._metric_sums.values():
+            path.clear(sums, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
         self._reading = path.keep(self._reading, task.read(self.backend))
@@ -331,6 +335,10 @@ class UniEnv(VectorEnv):
             info["diverged"], info["_diverged"] = diverged, diverged
         self._return += reward
         info["reward_terms"] = terms
+        for name, value in task.metrics(reading, self._memory).items():
+            sums = self._metric_sums.setdefault(name, xp.zeros(self.num_envs, task.dtype))
+            sums += value
+            info[name], info[f"_{name}"] = value, self._everyone
         return obs, reward, terminated, truncated
 
     def _autoreset_same_step(self, obs, reward, terminated, truncated, info):
@@ -352,6 +360,8 @@ class UniEnv(VectorEnv):
             obs = self._reset_envs(pending, obs)
             reward = xp.where(pending, 0.0, reward)
             info["reward_terms"] = {k: xp.where(pending, 0.0, v) for k, v in info["reward_terms"].items()}
+            for name in self._metric_sums:
+                info[name] = xp.where(pending, 0.0, info[name])
             terminated, truncated = terminated & ~pending, truncated & ~pending
         done = terminated | truncated
         self._episode_info(done, info)
@@ -370,10 +380,12 @@ class UniEnv(VectorEnv):
 
     def _episode_stats(self, done) -> dict:
         xp, elapsed = self._xp, self._path.now() - self._start
+        steps = xp.clip(self._length, 1, None)
         return {
             "r": xp.where(done, self._return, 0.0),
             "l": xp.where(done, self._length, 0),
             "t": xp.where(done, elapsed, 0.0),
+            **{name: xp.where(done, sums / steps, 0.0) for name, sums in self._metric_sums.items()},
         }
 
     # ---- render / close -----------------------------------------------------
