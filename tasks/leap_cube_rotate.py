@@ -25,7 +25,7 @@ palm's axes, from the grasp site), cube_ang_vel (3, world frame: its z is the ya
 last_action (16).
 Reward terms, each times the env step dt as Playground's: yaw_rate (1.0 x the cube's angular
 velocity about the world z, rad/s), drop (-100 on the step the cube drops), action_rate
-(-0.01 x |a - a_prev|^2) and pose (-0.05 x |q - grasp pose|^2, rad^2). `info["yaw_rate"]`
+(-0.005 x |a - a_prev|^2) and pose (-0.01 x |q - grasp pose|^2, rad^2). `info["yaw_rate"]`
 is each step's yaw rate and the episode statistics carry its mean ("yaw_rate").
 Terminates when the cube drops: its centre below `drop_height` or farther than `max_distance`
 from the grasp site. Reset: hand joints at the grasp pose + U(-0.1, 0.1) rad at rest, the cube
@@ -95,8 +95,8 @@ class LeapCubeRotateOptions(TaskOptions):
     action_scale: float = option(0.6, "rad: the joint target offset of an action of 1")
     yaw_rate_weight: float = option(1.0, "weight of the cube's world-z angular velocity (rad/s)")
     drop_weight: float = option(-100.0, "weight of the step the cube drops (1 on it)")
-    action_rate_weight: float = option(-0.01, "weight of |a - a_prev|^2")
-    pose_weight: float = option(-0.05, "weight of |q - grasp pose|^2 (rad^2)")
+    action_rate_weight: float = option(-0.005, "weight of |a - a_prev|^2")
+    pose_weight: float = option(-0.01, "weight of |q - grasp pose|^2 (rad^2)")
     drop_height: float = option(-0.05, "m, world z: the cube drops when its centre is lower")
     max_distance: float = option(0.1, "m: the cube drops when its centre is farther from the grasp site")
     reset_noise_scale: float = option(0.1, "rad: reset joints U(-it, it) off the grasp pose")
@@ -133,8 +133,8 @@ class LeapCubeRotate(Task):
         self.tip_offsets = self.array(list(TIPS.values()))
         self.grasp = self.array(info.keyframes["grasp"])
         self.default_q = self.grasp[self.q_idx]
-        self.palm_quat = self.array(PALM_QUAT)
-        self.palm_rot = rotation_matrix(self.xp, self.palm_quat[None])[0]  # the hand is fixed
+        self.palm_rot = rotation_matrix(self.xp, self.array(PALM_QUAT)[None])[0]  # the hand is fixed
+        self.palm_inverse = self.array(left_product(np.array(PALM_QUAT) * (1.0, -1.0, -1.0, -1.0)))
         self.grasp_site = self.array(GRASP_SITE)
         self.cube_drop = self.array(CUBE_REST[:3]) + self.array((0.0, 0.0, 0.01))
         self.weights = self.array([getattr(self, f"{t}_weight") * self.dt for t in TERMS])
@@ -168,7 +168,10 @@ class LeapCubeRotate(Task):
     def observe(self, s, memory):
         xp, n = self.xp, len(s["q"])
         # the cube's orientation relative to the palm's: conj(palm) * cube, sign fixed to w >= 0
-        quat = quat_multiply(xp, self.palm_quat * self.array((1.0, -1.0, -1.0, -1.0)), s["cube_quat"])
+        q, inverse = s["cube_quat"], self.palm_inverse
+        quat = (
+            q[:, 0:1] * inverse[0] + q[:, 1:2] * inverse[1] + q[:, 2:3] * inverse[2] + q[:, 3:4] * inverse[3]
+        )
         quat = xp.where(quat[:, :1] < 0, -quat, quat)
         return xp.concat(
             (
@@ -223,16 +226,7 @@ class LeapCubeRotate(Task):
         return {"last_action": self.xp.zeros((rng.rows, 16), self.dtype)}
 
 
-def quat_multiply(xp, a, b):
-    """Hamilton products a * b of wxyz quaternions (broadcast), (..., 4)."""
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return xp.stack(
-        (
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ),
-        -1,
-    )
+def left_product(a):
+    """The rows r_j of the quaternion a's left product, a * b = sum_j b_j r_j (wxyz, Hamilton's)."""
+    w, x, y, z = a
+    return np.array([(w, x, y, z), (-x, w, z, -y), (-y, -z, w, x), (-z, y, -x, w)])

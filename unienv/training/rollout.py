@@ -43,6 +43,10 @@ class RolloutStats:
             **{f"{k}_mean": float(np.mean(v)) if n else float("nan") for k, v in self.metrics.items()},
         }
 
+    def metrics_text(self) -> str:
+        """ ", name mean" for each task metric, to end a summary line ("" for a task with none)."""
+        return "".join(f", {k} {np.mean(v):.3f}" for k, v in self.metrics.items() if v)
+
 
 def make_policy(spec: str, env: UniEnv) -> Policy:
     """ "zero", "random" (uniform in the action space), or a path to a policy file.
