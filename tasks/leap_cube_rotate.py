@@ -12,7 +12,8 @@ Playground's (solref 0.02 1.5, solimp 0.9 0.99 0.001) and impratio 1, because Me
 contacts (solref 0.0001, clamped to 2 sim_dt, with impratio 100) chatter: a cube at rest in the
 palm shakes at 1.5 rad/s; plus a free cube (body and geom "cube", 7 cm, 108 g, friction 0.3,
 Playground's), a site at each fingertip and "grasp_site" in the palm (Playground's), and the
-keyframe "grasp": the hand in Playground's home pose with the cube at rest in the palm.
+keyframe "grasp": the hand in Playground's home pose with the cube at rest in the palm; and
+`<size njmax nconmax>` for mjwarp's buffers (`LEAP_NJMAX`).
 
 Action (16): absolute joint-position targets around the grasp pose, default + `action_scale`
 x action (Playground's 0.6 rad), in the model's actuator order (index, middle, ring: mcp, rot,
@@ -57,6 +58,11 @@ CUBE_REST = (0.11604, 0.0016, 0.01675, 0.95931, 0.00005, 0.28235, 0.00083)
 TIPS = {"th_ds": (0.0, -0.06, -0.015), "if_ds": (0.0, -0.05, 0.015), "mf_ds": (0.0, -0.05, 0.015)}
 TIPS |= {"rf_ds": (0.0, -0.05, 0.015)}
 TERMS = ("yaw_rate", "drop", "action_rate", "pose")
+# mjwarp's constraint rows and contacts per world (the scene's <size njmax nconmax>; its own guess,
+# 64 rows, overflows): Playground's for this task, twice the most measured on mujoco over 30
+# episodes of random actions up to 2 rad around the grasp, dropped cubes included (73 rows: 16
+# joint frictionlosses, limits, 3 a contact at the elliptic cone's condim 3; 19 contacts)
+LEAP_NJMAX, LEAP_NCONMAX = 160, 30
 
 
 def leap_scene():
@@ -85,6 +91,7 @@ def leap_scene():
     rot = np.zeros(9)
     mujoco.mju_quat2Mat(rot, np.array(PALM_QUAT))
     palm.add_site(name="grasp_site", pos=rot.reshape(3, 3).T @ (np.array(GRASP_SITE) - PALM_POS))
+    spec.njmax, spec.nconmax = LEAP_NJMAX, LEAP_NCONMAX
     spec.add_key(name="grasp", qpos=GRASP_POSE + CUBE_REST, ctrl=GRASP_POSE)
     return write_spec(spec, scene, "unienv_robots")
 
