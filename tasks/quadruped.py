@@ -70,6 +70,9 @@ class QuadrupedOptions(TaskOptions):
     )
     base_height_target: float = option(0.30, "m: the base height term's target")
     max_tilt: float = option(1.0, "rad: an episode ends when the base tilts more")
+    terminate_when_unhealthy: bool = option(
+        True, "end the episode on a fall (base contact, or a tilt beyond max_tilt); False: fixed length"
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -210,7 +213,8 @@ class Quadruped(Task):
         return ()
 
     def terminated(self, s, memory):
-        return s["base_contact"] | (-s["base"][:, 2, 2] < self.cos_max_tilt)
+        fell = s["base_contact"] | (-s["base"][:, 2, 2] < self.cos_max_tilt)
+        return fell if self.terminate_when_unhealthy else self.xp.zeros_like(fell)
 
     def remember(self, s, action, memory):
         air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]

@@ -1,6 +1,6 @@
 """The standalone runner (unienv.deploy.runner) against the env: its observation from an MjData is
 the env's, and closed loop on plain mujoco its actions are the env's policy actions over 1000 steps
-from the same state and commands (the quadruped, its rough variant and Menagerie's Go1);
+from the same state and commands (the quadruped, Menagerie's Go1 and G1, each on flat and rough ground);
 copied out of unienv, it runs with torch and unienv blocked."""
 
 import shutil
@@ -51,10 +51,24 @@ def trained_timestep(env, model):
     return model
 
 
-@pytest.fixture(scope="module", params=["quadruped", "quadruped_rough", "go1_velocity"])
+VELOCITY_TASKS = (
+    "quadruped",
+    "quadruped_rough",
+    "go1_velocity",
+    "go1_velocity_rough",
+    "g1_velocity",
+    "g1_velocity_rough",
+)
+# the G1 falls within 2 s under a random policy: its episodes here run on after the fall (the
+# runner's actions must still equal the env's while the robot lies and kicks on the floor)
+OPTIONS = {name: {"terminate_when_unhealthy": False} for name in ("g1_velocity", "g1_velocity_rough")}
+
+
+@pytest.fixture(scope="module", params=[*VELOCITY_TASKS])
 def quadruped(request, tmp_path_factory):
     """A velocity task's env (one env) and a random-weight ONNX policy for it."""
-    env = unienv.make(request.param, num_envs=1, seed=3, task_options={"episode_length_s": 40.0})
+    options = {"episode_length_s": 40.0, **OPTIONS.get(request.param, {})}
+    env = unienv.make(request.param, num_envs=1, seed=3, task_options=options)
     path = random_policy(env, tmp_path_factory.mktemp("policy") / request.param)
     yield env, path
     env.close()
@@ -67,14 +81,15 @@ def test_the_runner_observes_what_the_env_observes(quadruped):
     observe = runner.Observer(runner.read_contract(path), model)
     obs, _ = env.reset(seed=11)
     act = make_policy("random", env)
-    last = np.zeros(12)
+    joints = env.single_action_space.shape[0]
+    last = np.zeros(joints)
     for _ in range(60):
         command = np.asarray(env.unwrapped._memory["command"][0])
         expected = observe(mjdata_like(env, model), command, last)
         np.testing.assert_allclose(expected, obs.numpy(), rtol=0, atol=1e-6)
         action = act(obs)
         obs, _, terminated, truncated, _ = env.step(action)
-        last = np.zeros(12) if (terminated | truncated).any() else action.numpy()[0].astype(np.float64)
+        last = np.zeros(joints) if (terminated | truncated).any() else action.numpy()[0].astype(np.float64)
 
 
 def test_runner_actions_equal_the_envs_over_1000_steps(quadruped):

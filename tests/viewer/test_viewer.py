@@ -222,6 +222,100 @@ def test_train_goes_on_with_a_viewer(tmp_path):
     assert os.path.exists(tmp_path / "policy.safetensors")
 
 
+def click(url: str, label: str, until: str, seconds: float = 120.0) -> str:
+    """Be a page at url (ws://), click the button labelled `label` as viser's client does, and
+    return the first text the server then shows that contains `until`."""
+    import msgspec
+    import viser
+    import zstandard
+    from websockets.sync.client import connect
+
+    from unienv.viewer.__main__ import PAGE_CAMERA
+
+    def messages(raw: bytes) -> list[dict]:  # viser's frame: sizes, zstd-compressed msgpack, buffers
+        size, packed = (int.from_bytes(raw[i : i + 8], "little") for i in (0, 8))
+        payload = zstandard.ZstdDecompressor().decompress(raw[16 : 16 + packed], max_output_size=size)
+        return msgspec.msgpack.decode(payload)["messages"]
+
+    end, clicked = time.monotonic() + seconds, False
+    with connect(url, subprotocols=[f"viser-v{viser.__version__}"], max_size=None) as ws:
+        ws.send(msgspec.msgpack.encode(PAGE_CAMERA))
+        while time.monotonic() < end:
+            for message in messages(ws.recv(timeout=end - time.monotonic())):
+                if not clicked and (message.get("props") or {}).get("label") == label:
+                    update = {"type": "GuiUpdateMessage", "uuid": message["uuid"], "updates": {"value": True}}
+                    ws.send(msgspec.msgpack.encode(update))
+                    clicked = True
+                text = str((message.get("updates") or {}).get("_markdown", ""))
+                if clicked and until in text:
+                    return text
+    raise AssertionError(f"{'no text ' + repr(until) if clicked else 'no button ' + repr(label)} at {url}")
+
+
+@pytest.mark.slow
+def test_the_page_plays_the_latest_policy_while_training_goes_on(tmp_path):
+    """train.py viewer=web: "Play the latest policy" on the page writes the policy as it is at the
+    next iteration's end and plays it on the next port, a second page; training goes on and ends
+    as asked (here by Ctrl-C after both pages were served)."""
+    import signal
+    import threading
+    import urllib.request
+
+    pytest.importorskip("rsl_rl")
+    port = free_port()
+    while not _free(port + 1):
+        port = free_port()
+    args = [sys.executable, os.path.join(ROOT, "train.py"), "task=quadruped", "num_envs=8"]
+    args += ["train.iterations=100000", "train.runner.num_steps_per_env=8", f"hydra.run.dir={tmp_path}/run"]
+    args += ["viewer=web", f"viewer.port={port}", "train.eval_steps=0"]
+    process = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: f"viewer: http://localhost:{port}\n" in lines, process, lines)
+        status = click(f"ws://127.0.0.1:{port}", "Play the latest policy", until="playing the policy of")
+        assert "playing the policy of iteration " in status and f"http://localhost:{port + 1}" in status
+        wait_for(lambda: f"viewer: http://localhost:{port + 1}\n" in lines, process, lines)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port + 1}", timeout=30).read(200)
+        assert b"<" in page and process.poll() is None  # the second page is served; training goes on
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=300)
+    assert process.returncode == 128 + signal.SIGINT, err[-3000:]
+    env = unienv.make("quadruped", num_envs=2)
+    make_policy(str(tmp_path / "run" / "viewer_policy.safetensors"), env)  # a whole policy file of this task
+    env.close()
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def wait_for(condition, process, lines, seconds: float = 240.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None and time.monotonic() < end, "".join(lines)[-3000:]
+        time.sleep(0.1)
+
+
+def test_a_policy_that_cannot_play_is_reported_on_the_page(quadruped, tmp_path):
+    """A player whose file does not load says why in the training page's status; nothing else stops."""
+    watch = Watch(quadruped, check(Options(port=free_port()), quadruped.num_envs))
+    try:
+        watch.play(str(tmp_path / "missing.safetensors"), "iteration 7")
+        watch.player._thread.join(timeout=30)
+        assert watch.player.error is not None and "missing.safetensors" in watch.player.error
+        assert watch._playing().startswith("; the policy of iteration 7 did not start: ")
+    finally:
+        watch.close()
+
+
 def test_entry_points_stay_thin():
     for name in ("play.py", "train.py"):
         with open(os.path.join(ROOT, name)) as f:

@@ -68,8 +68,8 @@ def process_group() -> tuple[int, int, int]:
 
 def train(cfg: DictConfig, on_env=None) -> None:
     """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation.
-    on_env(env), where given, is called once the envs are built and returns what to close when
-    training ends (train.py's viewer=web)."""
+    on_env(env), where given, is called once the envs are built and returns the viewer's watcher
+    (train.py's viewer=web: unienv.viewer.live.Watch), closed when training ends."""
     rank, local_rank, world = process_group()
     max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
     timeout_s = check_timeout(cfg.distributed.timeout_s)
@@ -128,7 +128,7 @@ def train(cfg: DictConfig, on_env=None) -> None:
         log_dir=run_dir if rank == 0 else None,
         device=vec_env.device,
         max_seconds=max_seconds,
-        on_iteration=(lambda: write_json(metrics_path, metrics)) if rank == 0 else None,
+        on_iteration=(lambda: after_iteration()) if rank == 0 else None,
         checkpoint_seconds=None if minutes is None else 60.0 * minutes,
         stop=stop,
         timeout_s=timeout_s,
@@ -160,6 +160,17 @@ def train(cfg: DictConfig, on_env=None) -> None:
             )
 
     watcher = on_env(env) if on_env is not None else None
+    viewer_policy = os.path.join(run_dir, "viewer_policy.safetensors")
+
+    def after_iteration() -> None:
+        """metrics.json rewritten; and where the viewer's page asked for it, the policy as it is now
+        written and played there (unienv.viewer.live.Watch)."""
+        write_json(metrics_path, metrics)
+        if watcher is not None and watcher.wants_policy():
+            iteration = runner.curve[-1]["iteration"] if runner.curve else 0
+            save_policy(viewer_policy, exportable_actor(runner), env, backend=backend)
+            watcher.play(viewer_policy, f"iteration {iteration}")
+
     start = time.perf_counter()
     try:
         runner.learn(remaining, init_at_random_ep_len=cfg.train.init_at_random_ep_len and checkpoint is None)

@@ -31,6 +31,12 @@ def _steps_per_s(env, policy, seconds: float) -> float:
     return steps * env.num_envs / (time.perf_counter() - start)
 
 
+# the camera a page announces on connecting: viser sends it frames, and acts on its clicks, after it
+PAGE_CAMERA = {"type": "ViewerCameraMessage", "wxyz": (1.0, 0.0, 0.0, 0.0), "position": (3.0, 3.0, 3.0)}
+PAGE_CAMERA |= {"fov": 1.0, "near": 0.01, "far": 100.0, "image_height": 600, "image_width": 800}
+PAGE_CAMERA |= {"look_at": (0.0, 0.0, 0.0), "up_direction": (0.0, 0.0, 1.0)}
+
+
 def remote_page(url: str, seconds: float) -> int:
     """Be a page at url for `seconds`, as viser's client is: announce a camera, take every message.
     Returns the bytes received."""
@@ -39,12 +45,9 @@ def remote_page(url: str, seconds: float) -> int:
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
-    camera = {"type": "ViewerCameraMessage", "wxyz": (1.0, 0.0, 0.0, 0.0), "position": (3.0, 3.0, 3.0)}
-    camera |= {"fov": 1.0, "near": 0.01, "far": 100.0, "image_height": 600, "image_width": 800}
-    camera |= {"look_at": (0.0, 0.0, 0.0), "up_direction": (0.0, 0.0, 1.0)}
     received, end = 0, time.monotonic() + seconds
     with connect(url, subprotocols=[f"viser-v{viser.__version__}"], max_size=None) as ws:
-        ws.send(msgspec.msgpack.encode(camera))
+        ws.send(msgspec.msgpack.encode(PAGE_CAMERA))
         while (left := end - time.monotonic()) > 0:
             try:
                 received += len(ws.recv(timeout=left))

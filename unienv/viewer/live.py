@@ -10,29 +10,48 @@ take more than `budget` of a core's time) and, while a page is open, sends the s
 current poses; the training loop never calls it and never waits for it (the slot it reads is the
 env's own live state, the latest there is; nothing queues). A frame read while the engine writes
 may mix two consecutive physics steps: a visual blemish only, since nothing is written back.
+
+The page's "Play the latest policy" asks the training loop, at its next iteration's end (where
+the weights are whole), for a policy file (`wants_policy`, then `play`): `Player` plays it on
+the next port, a second tab, in a thread of its own, on a few mujoco envs on the CPU built with
+the task and options the file names, in real time. A newer click replaces the playing policy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
 import numpy as np
 import torch
 
-from unienv.viewer.server import Options, Viewer
+import unienv
+from unienv.errors import UnienvError
+from unienv.training.policy import load_policy
+from unienv.training.rollout import make_policy
+from unienv.viewer.server import Options, Viewer, check
 
 
-def play(env, policy, options: Options, *, seed: int | None = None, steps: int | None = None) -> int:
-    """Step env under policy with the page's controls until Ctrl-C (or `steps` env steps, for
-    tests); returns the steps done."""
+def play(
+    env,
+    policy,
+    options: Options,
+    *,
+    seed: int | None = None,
+    steps: int | None = None,
+    stop: threading.Event | None = None,
+    title: str = "",
+) -> int:
+    """Step env under policy with the page's controls until Ctrl-C, `stop` is set or `steps` env
+    steps are done (for tests); returns the steps done. `title` heads the status line."""
     viewer = Viewer(env, options)
     ids = torch.as_tensor(viewer.env_ids, device=env.device)
     obs, _ = env.reset(seed=seed)
     done_steps, episodes, returns, command = 0, 0, [], None
     last_frame = 0.0
     try:
-        while steps is None or done_steps < steps:
+        while (steps is None or done_steps < steps) and not (stop is not None and stop.is_set()):
             start = time.perf_counter()
             if viewer.take_reset():
                 obs, _ = env.reset(seed=seed)
@@ -57,7 +76,7 @@ def play(env, policy, options: Options, *, seed: int | None = None, steps: int |
                 terms = {k: float(torch.as_tensor(v)[ids[0]]) for k, v in info["reward_terms"].items()}
                 mean = f"{np.mean(returns):.2f}" if returns else "-"
                 viewer.report(
-                    f"**{env.task.name}** step {done_steps}, {episodes} episodes ended, "
+                    f"{title}**{env.task.name}** step {done_steps}, {episodes} episodes ended, "
                     f"mean return (last 100) {mean}, reward of env {int(ids[0])} "
                     f"{float(torch.as_tensor(reward)[ids[0]]):+.4f}",
                     terms,
@@ -81,12 +100,14 @@ def _write_command(env, env_ids: np.ndarray, command: tuple[float, float, float]
 
 
 class Watch:
-    """A viewer of a running env that no one drives: `fps` frames a second from a daemon thread."""
+    """A viewer of a running env that no one drives: `fps` frames a second from a daemon thread,
+    and a button that plays the latest policy on the next port (`Player`)."""
 
     def __init__(self, env, options: Options):
-        self.viewer = Viewer(env, options, controls=False)
+        self.viewer = Viewer(env, options, controls=False, play_button=True)
         self.options = options
         self.frames = 0
+        self.player: Player | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="unienv-viewer", daemon=True)
         self._thread.start()
@@ -104,9 +125,71 @@ class Watch:
             wait = max(period, (time.thread_time() - start) / self.options.budget)
             self.frames += self.viewer.watched
             if self.frames % round(self.options.fps) == 1:  # the status line about once a second
-                self.viewer.report(f"training: {self.frames} frames sent")
+                self.viewer.report(f"training: {self.frames} frames sent{self._playing()}")
+
+    def wants_policy(self) -> bool:
+        """Whether the page asked to play the latest policy since the last call (the training
+        loop asks at each iteration's end)."""
+        return self.viewer.take_play()
+
+    def play(self, path: str, label: str) -> None:
+        """Play the policy file at path (the training's `label`, e.g. its iteration) on the next
+        port, in place of the one playing; a port in use or a refused file is reported on the page."""
+        if self.player is not None:
+            self.player.close()
+        port = self.options.port + 1
+        self.player = Player(path, dataclasses.replace(self.options, port=port), label)
+        self.viewer.report(f"training: {self.frames} frames sent{self._playing()}")
+
+    def _playing(self) -> str:
+        player = self.player
+        if player is None:
+            return ""
+        if player.error is not None:
+            return f"; the policy of {player.label} did not start: {player.error}"
+        return f"; playing the policy of {player.label} at [{player.url}]({player.url})"
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2.0)
+        if self.player is not None:
+            self.player.close()
         self.viewer.close()
+
+
+class Player:
+    """A policy file played in real time on `options.envs`' count of mujoco envs on the CPU, with
+    its own page (`play`), all in a daemon thread (the caller waits for nothing); `error` says why
+    it stopped, if it could not start."""
+
+    def __init__(self, path: str, options: Options, label: str):
+        self.label, self.error = label, None
+        host = "localhost" if options.host in ("127.0.0.1", "::1") else options.host
+        self.url = f"http://{host}:{options.port}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(path, options), name="unienv-player", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, path: str, options: Options) -> None:
+        try:
+            _, meta = load_policy(path)
+            env = unienv.make(
+                meta["task"], num_envs=len(options.envs), task_options=meta["task_options"], seed=0
+            )
+        except (UnienvError, OSError) as error:
+            self.error = str(error)
+            return
+        try:
+            options = check(dataclasses.replace(options, envs=()), env.num_envs)
+            policy = make_policy(path, env)
+            play(env, policy, options, stop=self._stop, title=f"policy of {self.label}: ")
+        except (UnienvError, OSError) as error:
+            self.error = str(error)
+        finally:
+            env.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)

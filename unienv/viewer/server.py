@@ -93,9 +93,10 @@ class Viewer:
     """A started viser server with env.task's scene for options.envs and the page's controls.
 
     The controls' values are read by whoever drives the env (unienv.viewer.live): `paused`,
-    `speed`, and the requests `take_step()`, `take_reset()`, `take_command()`."""
+    `speed`, and the requests `take_step()`, `take_reset()`, `take_command()`, and, with
+    `play_button`, `take_play()`."""
 
-    def __init__(self, env, options: Options, *, controls: bool = True):
+    def __init__(self, env, options: Options, *, controls: bool = True, play_button: bool = False):
         import viser
 
         from unienv.viewer import scene  # trimesh, which comes with viser
@@ -112,7 +113,7 @@ class Viewer:
         self.server.initial_camera.look_at = tuple(center + (0.0, 0.0, 0.3))
         self.server.initial_camera.position = tuple(center + (reach, -reach, 0.8 * reach))
         self._lock = threading.Lock()
-        self._step = self._reset = False
+        self._step = self._reset = self._play = False
         self._command = None
         gui = self.server.gui
         self.status = gui.add_markdown("starting")
@@ -125,6 +126,8 @@ class Viewer:
             if command is not None and np.shape(command)[1] == 3:  # the velocity tasks' (vx, vy, yaw rate)
                 self._command_input = gui.add_vector3("Command (vx, vy, yaw)", (0.5, 0.0, 0.0), step=0.1)
                 gui.add_button("Apply command").on_click(lambda _: self._set_command())
+        if play_button:
+            gui.add_button("Play the latest policy").on_click(lambda _: self._request("_play"))
         self.terms = gui.add_markdown("")
         announce(options.host, options.port)
 
@@ -158,6 +161,9 @@ class Viewer:
 
     def take_command(self) -> tuple[float, float, float] | None:
         return self._take("_command")
+
+    def take_play(self) -> bool:
+        return self._take("_play")
 
     def show(self, pos: np.ndarray, quat: np.ndarray) -> None:
         """Pose every body of the shown envs: pos (K, nbody, 3), quat (K, nbody, 4) wxyz."""
