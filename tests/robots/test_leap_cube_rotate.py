@@ -174,6 +174,21 @@ def test_dr_preset_draws_the_cubes_mass_and_friction_for_exactly_the_envs_reset(
     assert masses2[1, body] != mass[1] and friction2[1] != friction[1]
 
 
+def test_dr_preset_shifts_the_cubes_start_position_and_nothing_else_of_the_reset(leap):
+    """The same seed with and without dr=leap_cube_rotate: the cube starts where the task's reset
+    puts it plus the cube_pose term's draw, within 1 cm per axis; its orientation, the hand and
+    the velocities are the task's, bit for bit."""
+    plain, randomized = leap(), leap(dr="leap_cube_rotate")
+    plain.reset(seed=3)
+    randomized.reset(seed=3)
+    q0, q1 = (_np(e.backend.get_state_views()["qpos"]).copy() for e in (plain, randomized))
+    shift = _np(randomized.dr_params()["cube_pose"])
+    np.testing.assert_allclose(q1[:, 16:19] - q0[:, 16:19], shift, atol=1e-15)
+    assert np.all(np.abs(shift) <= 0.01) and np.all(shift != 0.0) and not np.array_equal(shift[0], shift[1])
+    np.testing.assert_array_equal(np.delete(q1, [16, 17, 18], 1), np.delete(q0, [16, 17, 18], 1))
+    np.testing.assert_array_equal(_np(randomized.backend.get_state_views()["qvel"]), 0.0)
+
+
 def test_the_cubes_mass_and_friction_change_its_physics_in_the_envs_written(leap):
     """Mass: the cube alone in the air, pushed up by 3 N for one physics step, gains (F/m - g) dt
     with m its own env's mass (twice the cube's in env 1). Friction: dropped on the open hand's
@@ -201,6 +216,8 @@ def test_the_cubes_mass_and_friction_change_its_physics_in_the_envs_written(leap
         b.step_tensor(torch.zeros(2, 16, dtype=dtype), 1)
     z = _np(env.task.read(b)["cube_pos"])[:, 2]
     assert z[0] > 0.02 and z[1] < env.task.drop_height
+    for term in ("body_mass", "geom_friction"):  # the session's env as it was, for the tests after
+        b.set_dr_param(term, [0, 1], torch.as_tensor(np.stack([_np(b.get_dr_default(term))] * 2)))
 
 
 @pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
