@@ -34,6 +34,7 @@ TASKS = {
     "quadruped": "unienv.tasks.quadruped:Quadruped",
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
+    "leap_cube_rotate": "unienv.tasks.leap_cube_rotate:LeapCubeRotate",
     # MuJoCo Menagerie's robots (unienv.robots; the robots extra ships their folders)
     "go1_velocity": "unienv.tasks.go1_velocity:Go1Velocity",
     "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",

@@ -18,6 +18,7 @@ the backend's float dtype (`self.dtype`, set by `Task.setup`):
     mocap_pose(memory)                  -> poses of the scene's mocap bodies, or None
     ghost_qpos(memory)                  -> a pose per env that videos draw translucent, or None
     on_reset(mask, s, memory)           cross-episode state (a terrain curriculum) at reset
+    metrics(s, memory)                  -> {name: (N,)} reported in info and episode stats
 
 Tasks keep no per-step state on `self`: the env owns it. State that lives across
 episodes (a terrain curriculum's levels) is the one exception, moved only by `on_reset`. `prev` is the reading
@@ -235,6 +236,11 @@ class Task(abc.ABC):
 
     def reset_memory(self, rng: Sampler) -> Reading:
         """Memory rows of the envs being reset (a new velocity command, say); by default none."""
+        return {}
+
+    def metrics(self, s: Reading, memory: Reading) -> dict[str, torch.Tensor]:
+        """Per-env quantities to report, {name: (N,)}, from the step's reading: the env puts each
+        in info[name] every step and its episode mean in the episode stats. None by default."""
         return {}
 
     def on_reset(self, mask: torch.Tensor, s: Reading, memory: Reading) -> None:
