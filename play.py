@@ -105,7 +105,7 @@ def main(cfg: DictConfig) -> None:
         print(
             f"{ran}, {s['episodes']} episodes finished; return {s['return_mean']:.2f} +- "
             f"{s['return_std']:.2f}, length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}"
-            + (f", success rate {s['success_rate']:.2f}" if "success_rate" in s else "")
+            + stats.metrics_text()
         )
     else:
         print(f"{ran}; no episode ended within the rollout")

@@ -34,11 +34,13 @@ TASKS = {
     "quadruped": "unienv.tasks.quadruped:Quadruped",
     "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
     "reach": "unienv.tasks.reach:Reach",
+    "leap_cube_rotate": "unienv.tasks.leap_cube_rotate:LeapCubeRotate",
     # MuJoCo Menagerie's robots (unienv.robots; the robots extra ships their folders)
     "go1_velocity": "unienv.tasks.go1_velocity:Go1Velocity",
     "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",
     "go1_velocity_rough": "unienv.tasks.go1_velocity:Go1VelocityRough",
     "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
+    "g1_tracking": "unienv.tasks.g1_tracking:G1Tracking",
     "panda_lift": "unienv.tasks.panda_lift:PandaLift",
 }
 
@@ -87,6 +89,7 @@ def task_class(name: str):
 # task options that must be physically meaningful beyond being finite numbers
 POSITIVE_OPTIONS = {"episode_length_s", "max_angle", "rail", "action_scale", "base_height_target", "max_tilt"}
 POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
+POSITIVE_OPTIONS |= {"max_anchor_height_error", "max_anchor_gravity_error", "max_end_effector_height_error"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
 
 

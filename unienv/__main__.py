@@ -3,7 +3,8 @@
 and what each means, from the task's options dataclass;
 `unienv sim2sim --task T`: each backend against MuJoCo on a task (unienv.tools.sim2sim);
 `unienv export policy.safetensors --onnx policy.onnx`: a policy file as ONNX (unienv.training.export);
-`unienv deploy check policy.onnx --model M`: the policy's contract against a robot's model (unienv.deploy).
+`unienv deploy check policy.onnx --model M`: the policy's contract against a robot's model (unienv.deploy);
+`unienv motion convert clip.csv --robot g1 --fps 30`: a retargeted clip as a motion file (unienv.tools.motion).
 
 A backend runs a task when its capabilities (`get_capabilities()`) include
 every feature the task declares in `requires`, and, for a task on generated
@@ -223,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run a policy on plain mujoco, or check it against a robot's model (unienv.deploy)",
         add_help=False,
     )
+    commands.add_parser(
+        "motion",
+        help="motion files for g1_tracking: convert, clip, evaluate (unienv.tools.motion)",
+        add_help=False,
+    )
     args, rest = parser.parse_known_args(argv)
     if args.command == "export":
         if rest:
@@ -244,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         from unienv.deploy.__main__ import main as deploy
 
         return deploy(rest)
+    elif args.command == "motion":
+        from unienv.tools import motion
+
+        return motion.main(rest)
     return 0
 
 

@@ -19,7 +19,9 @@ the backend's float dtype (`self.dtype`, set by `Task.setup`):
     reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
     reset_memory(rng)                   -> memory rows of the envs being reset
     mocap_pose(memory)                  -> poses of the scene's mocap bodies, or None
+    ghost_qpos(memory)                  -> a pose per env that videos draw translucent, or None
     on_reset(mask, s, memory)           cross-episode state (a terrain curriculum) at reset
+    metrics(s, memory)                  -> {name: (N,)} reported in info and episode stats
 
 Tasks keep no per-step state on `self`: the env owns it. State that lives across
 episodes (a terrain curriculum's levels) is the one exception, moved only by `on_reset`. `prev` is the reading
@@ -251,6 +253,11 @@ class Task(abc.ABC):
         """Memory rows of the envs being reset (a new velocity command, say); by default none."""
         return {}
 
+    def metrics(self, s: Reading, memory: Reading) -> dict[str, torch.Tensor]:
+        """Per-env quantities to report, {name: (N,)}, from the step's reading: the env puts each
+        in info[name] every step and its episode mean in the episode stats. None by default."""
+        return {}
+
     def on_reset(self, mask: torch.Tensor, s: Reading, memory: Reading) -> None:
         """Called by the env before the envs of `mask` (num_envs,) start new episodes (not at
         the first reset), with the reading and memory their episodes ended with; for state
@@ -262,6 +269,11 @@ class Task(abc.ABC):
         memory: positions (N, nmocap, 3) and wxyz quaternions (N, nmocap, 4). The env writes
         them after each reset where the backend declares `mocap`, and renders them on every
         backend. None (the default) leaves them where the scene puts them."""
+        return None
+
+    def ghost_qpos(self, memory: Reading) -> Any:
+        """A pose per env (N, nq) that videos draw as a translucent copy of the robot beside
+        it (a reference motion's frame, say), from the memory; None (the default): no ghost."""
         return None
 
     def scene_marks(self, memory: Reading) -> dict[str, dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The Menagerie robot tasks (go1_velocity, g1_velocity and their rough variants): the model's
+"""The Menagerie robot tasks (go1_velocity, g1_velocity and their rough variants, g1_tracking): the model's
 own joint order, gains and default pose, standing still under a zero action, the engines that
 run or refuse them, no host sync on MuJoCo Warp, Gymnasium's env checker. Few envs, one build
 per engine and task for the session."""
@@ -158,14 +158,14 @@ def test_g1_holds_its_pose_1_s_but_not_2_under_a_zero_action(envs, backend):
 
 
 @pytest.mark.skipif(not _has("genesis"), reason="the genesis extra")
-@pytest.mark.parametrize("task", ["g1_velocity", "go1_velocity_rough"])
+@pytest.mark.parametrize("task", ["g1_velocity", "go1_velocity_rough", "g1_tracking"])
 def test_genesis_refuses_what_it_would_simulate_wrongly(task):
     with pytest.raises(CapabilityError, match="contact pairs|heightfield"):
         unienv.make(task, backend="genesis", num_envs=1, device="cpu")
 
 
 @pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
-@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity", "g1_tracking"])
 def test_no_host_sync_per_step_on_mjwarp(task):
     env = unienv.make(task, backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)
     try:
@@ -185,7 +185,7 @@ def test_no_host_sync_per_step_on_mjwarp(task):
         env.close()
 
 
-@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity", "g1_tracking"])
 def test_single_env_passes_check_env(task):
     env = gym.make(unienv.tasks.gym_id(task))
     try:

@@ -20,18 +20,27 @@ MAX_UNIT_LINES = 320
 LAYERS = [
     ("unienv.errors", "unienv.utils"),  # exceptions; arrays, random streams, rows, files, limits
     ("unienv.backends",),  # the SimBackend contract and one module per engine
-    # what a task is made of: the contract, the tasks, terrain, rendering, sensors, robot models
-    ("unienv.task", "unienv.tasks", "unienv.terrain", "unienv.render", "unienv.sensors", "unienv.robots"),
+    # what a task is made of: the contract, the tasks, terrain, rendering, sensors, robot models,
+    # motion files (g1_tracking's reference)
+    (
+        "unienv.task",
+        "unienv.tasks",
+        "unienv.terrain",
+        "unienv.render",
+        "unienv.sensors",
+        "unienv.robots",
+        "unienv.motion",
+    ),
     ("unienv.dr",),  # domain randomization, scheduled over a backend's DR terms
     ("unienv.env", "unienv.make"),  # the VectorEnv and its constructors
-    ("unienv.wrappers", "unienv.training", "unienv.motion", "unienv.deploy"),  # above the env
+    ("unienv.wrappers", "unienv.training", "unienv.deploy"),  # above the env
     ("unienv.bench", "unienv.tools", "unienv.viewer", "unienv.dynamics"),  # tools behind the CLI
 ]
 # The package's top folder: what `import unienv` and `python -m unienv` need, and the import paths
 # users write (unienv.make, unienv.Task, unienv.errors); everything else lives in a group's folder.
 TOP_LEVEL = {
     "__init__.py": "import unienv: the public names, the Gymnasium ids, the Hydra configs",
-    "__main__.py": "python -m unienv: list, options, sim2sim, export",
+    "__main__.py": "python -m unienv: list, options, sim2sim, export, deploy, motion",
     "make.py": "unienv.make and the Gymnasium registrations",
     "task.py": "unienv.Task, the task contract",
     "errors.py": "unienv.errors, the exceptions users catch",

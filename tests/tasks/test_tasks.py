@@ -83,6 +83,7 @@ CANNOT = {
     ("genesis", "go1_velocity_rough"): "hfield",
     ("genesis", "g1_velocity"): "contact pairs",  # Menagerie's MJX G1 collides by explicit pairs
     ("genesis", "g1_velocity_rough"): "hfield|contact pairs",
+    ("genesis", "g1_tracking"): "contact pairs",  # the same G1
     ("genesis", "panda_lift"): "gravcomp",  # the Panda's arm is gravity compensated
 }
 

@@ -18,9 +18,10 @@ Autoreset modes (Gymnasium's `AutoresetMode`):
   DISABLED             nothing is reset; call reset(options={"reset_mask": m}).
 
 Episode stats are {"r": return, "l": length, "t": seconds} of the envs whose
-episode ended in this step, plus "is_success" (the goal met at the last step) for a
-task with a goal (`Task.success`, also in info["is_success"] every step). They are not
-under "episode", the key of
+episode ended in this step, the episode's mean of each of the task's metrics
+(`Task.metrics`, e.g. a cube's yaw rate), whose step values info[name] gives
+(`EpisodeSums`), and "is_success" (the goal met at the last step) for a task with a goal
+(`Task.success`, also in info["is_success"] every step). They are not under "episode", the key of
 Gymnasium's RecordEpisodeStatistics, so that wrapper stacks on unienv in every
 mode; unienv's own are the env's returns, before any reward wrapper.
 
@@ -176,7 +177,7 @@ class UniEnv(VectorEnv):
         # steps into each env's current episode; writable, e.g. for random episode starts
         self.episode_length = torch.zeros(n, dtype=torch.int64, device=self.device)
         self._length = self._path.array(self.episode_length)
-        self._return = xp.zeros(n, task.dtype)
+        self._sums = EpisodeSums(xp, n, task.dtype)  # the return and the task's metrics, per episode
         self._start = xp.zeros(n, xp.float64)  # perf_counter at the episode's start
         self._pending_reset = xp.zeros(n, xp.bool)  # NEXT_STEP
         self._everyone = ~xp.zeros(n, xp.bool)
@@ -245,10 +246,10 @@ class UniEnv(VectorEnv):
         if pose is not None:  # the task's mocap bodies, where the backend moves them per env
             path.write_mocap(selection, pose)
         self._observer.after_reset(mask, self._memory)
-        path.clear(self._return, mask, 0.0)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
         self._reading = path.keep(self._reading, task.read(self.backend))
+        self._sums.clear(path, mask, task.metrics(self._reading, self._memory))
         fresh = self._finish_obs(task.observe(self._reading, self._memory), selection.rows)
         return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
 
@@ -339,7 +340,7 @@ class UniEnv(VectorEnv):
             terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
             obs = xp.where(diverged[:, None], 0.0, obs)
             info["diverged"], info["_diverged"] = diverged, diverged
-        self._return += reward
+        self._sums.add(reward, task.metrics(reading, self._memory), ~self._pending_reset, info)
         info["reward_terms"] = terms
         return obs, reward, terminated, truncated
 
@@ -379,13 +380,9 @@ class UniEnv(VectorEnv):
             info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
 
     def _episode_stats(self, done) -> dict:
-        xp, elapsed = self._xp, self._path.now() - self._start
+        elapsed = self._path.now() - self._start
         success = {} if self._success is None else {"is_success": done & self._success}  # at the last step
-        return {
-            "r": xp.where(done, self._return, 0.0),
-            "l": xp.where(done, self._length, 0),
-            "t": xp.where(done, elapsed, 0.0),
-        } | success
+        return {**self._sums.stats(done, self._length), "t": self._xp.where(done, elapsed, 0.0)} | success
 
     # ---- render / close -----------------------------------------------------
 
@@ -400,9 +397,9 @@ class UniEnv(VectorEnv):
             height, width = self.render_size
             self._renderer = Renderer(self.task.scene, width=width, height=height, camera=self.task.camera)
         qpos = self.backend.get_state_views()["qpos"][self.render_env_ids].cpu().numpy()
-        pose = self.task.mocap_pose(self._memory) if self._memory else None
-        pose = (None, None) if pose is None else (to_numpy(x[self.render_env_ids]) for x in pose)
-        return tuple(self._renderer.render_rows(qpos, *pose))
+        return tuple(
+            self._renderer.render_rows(qpos, *_drawn_marks(self.task, self._memory, self.render_env_ids))
+        )
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:
@@ -412,8 +409,49 @@ class UniEnv(VectorEnv):
         self.backend.close()
 
 
+def _drawn_marks(task, memory, ids) -> tuple:
+    """What the task draws into the rendered envs' frames beside the state: its mocap bodies'
+    positions and quaternions, and a ghost pose (None each where it draws none)."""
+    if not memory:
+        return None, None, None
+    pose, ghost = task.mocap_pose(memory), task.ghost_qpos(memory)
+    pose = (None, None) if pose is None else tuple(to_numpy(x[ids]) for x in pose)
+    return (*pose, None if ghost is None else to_numpy(ghost[ids]))
+
+
 _AUTORESETS = {
     AutoresetMode.SAME_STEP: UniEnv._autoreset_same_step,
     AutoresetMode.NEXT_STEP: UniEnv._autoreset_next_step,
     AutoresetMode.DISABLED: UniEnv._autoreset_disabled,
 }
+
+
+class EpisodeSums:
+    """What each env has summed over its episode so far: its return and each of the task's
+    metrics (`Task.metrics`, named by their values at the first reset). A step adds to them and
+    puts the metrics' values in info (`_name`: the envs that stepped); the episode stats are the
+    return and each metric's mean. In-place arithmetic and masks only: no shape changes, no host
+    read, so a captured CUDA graph replays them."""
+
+    def __init__(self, xp, num_envs: int, dtype):
+        self.xp, self.dtype = xp, dtype
+        self.ret, self.metrics = xp.zeros(num_envs, dtype), {}
+
+    def clear(self, path, mask, metrics: Mapping[str, Any]) -> None:
+        """Start anew the sums of the envs of `mask`."""
+        for name in metrics.keys() - self.metrics.keys():
+            self.metrics[name] = self.xp.zeros(len(self.ret), self.dtype)
+        for sums in (self.ret, *self.metrics.values()):
+            path.clear(sums, mask, 0.0)
+
+    def add(self, reward, metrics: Mapping[str, Any], stepped, info: dict) -> None:
+        self.ret += reward
+        for name, value in metrics.items():
+            self.metrics[name] += value
+            info[name], info[f"_{name}"] = self.xp.where(stepped, value, 0.0), stepped
+
+    def stats(self, done, length) -> dict:
+        """{"r": return, "l": length, name: each metric's mean} of the envs `done`, 0 elsewhere."""
+        xp, steps = self.xp, self.xp.clip(length, 1, None)
+        means = {name: xp.where(done, sums / steps, 0.0) for name, sums in self.metrics.items()}
+        return {"r": xp.where(done, self.ret, 0.0), "l": xp.where(done, length, 0), **means}

@@ -155,14 +155,20 @@ class Renderer:
         self.pool = RenderPool(self.model, width, height)
 
     def render_rows(
-        self, qpos: np.ndarray, mocap_pos: np.ndarray | None = None, mocap_quat: np.ndarray | None = None
+        self,
+        qpos: np.ndarray,
+        mocap_pos: np.ndarray | None = None,
+        mocap_quat: np.ndarray | None = None,
+        ghost: np.ndarray | None = None,
     ) -> np.ndarray:
         """(k, H, W, 3) frames of the scene at qpos rows (k, nq), in one call of the pool, with
-        the mocap bodies at (k, nmocap, 3) and (k, nmocap, 4) wxyz poses where given."""
+        the mocap bodies at (k, nmocap, 3) and (k, nmocap, 4) wxyz poses where given, and a
+        translucent copy of the moving bodies at `ghost`'s rows (k, nq) where given."""
         qpos = np.asarray(qpos, np.float64).reshape(-1, self.model.nq)
         frames = np.empty((len(qpos), self.pool.height, self.pool.width, 3), np.uint8)
         mocap = None if mocap_pos is None else (np.asarray(mocap_pos), np.asarray(mocap_quat))
-        self.pool.render(qpos, [self.view], {"rgb": frames}, mocap)
+        ghost = None if ghost is None else np.asarray(ghost, np.float64).reshape(qpos.shape)
+        self.pool.render(qpos, [self.view], {"rgb": frames}, mocap, ghost=ghost)
         return frames
 
     def render(

@@ -80,6 +80,7 @@ def _gl_context(model: mujoco.MjModel, width: int, height: int):
 # the largest image side: 16384 (Mesa's llvmpipe's, and the most a GL implementation unienv
 # knows takes) until the first context reads its implementation's own GL_MAX_RENDERBUFFER_SIZE
 _GL_LIMIT = [16384]
+GHOST_RGBA = (0.3, 0.8, 1.0, 0.3)  # a reference pose's copy of the robot: light blue, translucent
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ class _Worker:
 
             _GL_LIMIT[0] = int(GL.glGetIntegerv(GL.GL_MAX_RENDERBUFFER_SIZE))
             self.model = copy.copy(model)  # its own: edits write per-env marks into it
-            self.data = mujoco.MjData(self.model)
+            self.data, self.ghost = mujoco.MjData(self.model), mujoco.MjData(self.model)
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
             self.context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR  # as mujoco.Renderer reads
             self.scene = mujoco.MjvScene(model, maxgeom)
@@ -150,7 +151,7 @@ class _Worker:
         self.context.free()
         gl.free()
 
-    def _draw(self, qpos, mocap, views, out, rows, edits) -> None:
+    def _draw(self, qpos, mocap, views, out, rows, edits, ghost) -> None:
         m, d = self.model, self.data
         for k in rows:
             for field, element, values in edits:
@@ -172,7 +173,20 @@ class _Worker:
             mujoco.mjv_updateScene(
                 m, d, self.option, self.perturb, camera, mujoco.mjtCatBit.mjCAT_ALL, self.scene
             )
+            if ghost is not None:
+                self._add_ghost(ghost[k])
             self._read(k, out)
+
+    def _add_ghost(self, qpos) -> None:
+        """The moving bodies' geoms at qpos added to the scene, in GHOST_RGBA."""
+        g, first = self.ghost, self.scene.ngeom
+        g.qpos[:] = qpos
+        mujoco.mj_kinematics(self.model, g)
+        mujoco.mjv_addGeoms(
+            self.model, g, self.option, self.perturb, mujoco.mjtCatBit.mjCAT_DYNAMIC, self.scene
+        )
+        for i in range(first, self.scene.ngeom):
+            self.scene.geoms[i].rgba[:] = GHOST_RGBA
 
     def _read(self, k: int, out: Mapping[str, np.ndarray]) -> None:
         """Draw the updated scene into row k of each array in `out`: the scene's look for
@@ -251,18 +265,20 @@ class RenderPool:
         out: Mapping[str, np.ndarray],
         mocap: tuple[np.ndarray, np.ndarray] | None = None,
         edits: Sequence[tuple[str, int, np.ndarray]] = (),
+        ghost: np.ndarray | None = None,
     ) -> None:
         """Draw row k of qpos (k, nq) from views[k % len(views)] into out[...][k]: "rgb"
         (k, H, W, 3) uint8, "depth" (k, H, W) float32 metres, "segmentation" (k, H, W) int32
         geom ids; mocap: the rows' (k, nmocap, 3) positions and (k, nmocap, 4) quaternions;
         edits: (model field, element id, (k, m) values) written into the first m entries of
-        that element's field in each worker's copy of the model before drawing row k."""
+        that element's field in each worker's copy of the model before drawing row k; ghost:
+        rows (k, nq) whose moving bodies are drawn translucent (GHOST_RGBA) into row k's image."""
         if not self._workers:
             raise RuntimeError("render: this render pool is closed")
         blocks = np.array_split(np.arange(len(qpos)), len(self._workers))
         busy = [(w, rows) for w, rows in zip(self._workers, blocks, strict=True) if len(rows)]
         for w, rows in busy:
-            w.jobs.put((qpos, mocap, views, out, rows, edits))
+            w.jobs.put((qpos, mocap, views, out, rows, edits, ghost))
         errors = [w.done.get() for w, _ in busy]
         for error in errors:
             if error is not None:

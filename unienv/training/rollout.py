@@ -21,26 +21,31 @@ Policy = Callable[[torch.Tensor], torch.Tensor]
 
 @dataclasses.dataclass
 class RolloutStats:
-    """Finished episodes' returns and lengths, and how each ended."""
+    """Finished episodes' returns and lengths, how each ended, and their means of the task's
+    metrics (`Task.metrics`, the episode stats beyond r, l, t)."""
 
     returns: list[float] = dataclasses.field(default_factory=list)
     lengths: list[int] = dataclasses.field(default_factory=list)
     terminated: list[bool] = dataclasses.field(default_factory=list)
-    successes: list[bool] = dataclasses.field(default_factory=list)  # tasks with a goal (Task.success)
+    metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     steps: int = 0
 
     def summary(self) -> dict[str, float]:
-        """Episodes ended, mean and std of their returns, mean length, share terminated (nan: none
-        ended), and for a task with a goal the share of episodes that ended in it."""
+        """Episodes ended, mean and std of their returns, mean length, share terminated, and each
+        metric's mean over the episodes as "<name>_mean" (nan: none ended)."""
         n = len(self.returns)
-        success = {"success_rate": float(np.mean(self.successes))} if self.successes else {}
         return {
             "episodes": n,
             "return_mean": float(np.mean(self.returns)) if n else float("nan"),
             "return_std": float(np.std(self.returns)) if n else float("nan"),
             "length_mean": float(np.mean(self.lengths)) if n else float("nan"),
             "termination_rate": float(np.mean(self.terminated)) if n else float("nan"),
-        } | success
+            **{f"{k}_mean": float(np.mean(v)) if n else float("nan") for k, v in self.metrics.items()},
+        }
+
+    def metrics_text(self) -> str:
+        """ ", name mean" for each task metric, to end a summary line ("" for a task with none)."""
+        return "".join(f", {k} {np.mean(v):.3f}" for k, v in self.metrics.items() if v)
 
 
 def make_policy(spec: str, env: UniEnv) -> Policy:
@@ -131,8 +136,8 @@ def rollout(
             stats.returns += episode["r"].cpu().numpy()[done].tolist()
             stats.lengths += episode["l"].cpu().numpy()[done].tolist()
             stats.terminated += terminated.cpu().numpy()[done].tolist()
-            if "is_success" in episode:
-                stats.successes += episode["is_success"].cpu().numpy()[done].tolist()
+            for name in episode.keys() - {"r", "l", "t"}:
+                stats.metrics.setdefault(name, []).extend(episode[name].cpu().numpy()[done].tolist())
         if on_frame is not None and (step + 1) % frame_every == 0:
             on_frame(env.render())
     return stats

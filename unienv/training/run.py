@@ -299,8 +299,7 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
     s = stats.summary()
     print(
         f"eval: {s['episodes']} episodes, return {s['return_mean']:.2f} +- {s['return_std']:.2f}, "
-        f"length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}"
-        + (f", success rate {s['success_rate']:.2f}" if "success_rate" in s else "")
+        f"length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}" + stats.metrics_text()
     )
     result = {k: v if isinstance(v, int) else _number(v) for k, v in s.items()}
     result |= {"steps": stats.steps, "num_envs": env.num_envs}

@@ -1,0 +1,313 @@
+"""G1 tracking: the Unitree G1 imitates a reference motion, as BeyondMimic does (Liao et al.
+2025, "BeyondMimic"; its reward and termination terms as mjlab's G1 tracking task states them).
+
+Robot, PD gains, default pose, action scale and timing are g1_velocity's (tasks/g1_velocity.py:
+Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s control step). The motion
+(`motion`): a built-in clip (`unienv.motion.clips`: squat, arm_swing, made here) or a motion
+.npz (`python -m unienv motion convert`), at the control rate; it loops, so a clip that does
+not end where it starts jumps back to its first frame. Tracked bodies: BODIES (BeyondMimic's 14);
+the anchor is the torso. Reference targets of the bodies: the reference's bodies moved so that
+its anchor lies under the robot's (the robot's anchor x, y and heading, the reference's height),
+so drift is the anchor terms' alone; their velocities turned by the same heading. Videos draw
+the reference as a translucent ghost (`ghost_qpos`).
+Reset: the robot at the reference frame of a start phase, joints + U(-reset_noise_scale, +it).
+Start phases (BeyondMimic's adaptive sampling): the clip is cut in one bin a second; a bin is
+drawn with probability in proportion to its failure count (an average over resets, rate
+`adaptive_alpha`, of the episodes that ended there before the time limit) plus
+`adaptive_uniform` / bins, and the phase uniformly inside it.
+Observation blocks: ref_joint_pos (29, the next frame's joints minus the default pose),
+ref_joint_vel (29, x0.05), ref_anchor_pos (3, the reference anchor in the robot anchor's frame,
+m), ref_anchor_ori (6, the first two columns of the reference anchor's rotation in the robot
+anchor's frame), future_joint_pos (29 per frame of `future_frames` more, minus the default
+pose; absent if 0), base_lin_vel, base_ang_vel (3 each, the pelvis's, in its frame), joint_pos
+(29, minus the default), joint_vel (29, x0.05), last_action (29).
+Reward (each term times its weight and dt, WEIGHTS; errors squared, SIGMAS in m, rad, m/s,
+rad/s): anchor_pos exp(-|dp|^2/0.3^2) and anchor_ori exp(-angle^2/0.4^2) of the anchor in the
+world; body_pos, body_ori, body_lin_vel, body_ang_vel exp(-mean over BODIES of the squared
+error / sigma^2) against the aligned reference (sigmas 0.3, 0.4, 1.0, 3.14); action_rate
+|a - a_prev|^2; joint_limits, rad past 90 % of each joint's range. Weights (BeyondMimic's):
+anchor_pos, anchor_ori 0.5; the four body terms 1; action_rate -0.1; joint_limits -10. The step's total is floored
+at 0 (as g1_velocity's): with a first policy's action noise the two penalties outweigh the
+tracking terms, and a negative step reward would teach it to fall. Perfect tracking earns
+(0.5 + 0.5 + 4 x 1) x 0.02 = 0.1 a step.
+Terminates when the anchor's height is off the reference's by more than `max_anchor_height_error`
+(0.25 m), its gravity's z in its own frame by more than `max_anchor_gravity_error` (0.8), or an
+end effector's (ankles, wrists) height by more than `max_end_effector_height_error` (0.25 m).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from unienv import robots
+from unienv.backends.base import load_mjmodel
+from unienv.errors import ArgumentError
+from unienv.motion import clips, load
+from unienv.task import Task, TaskOptions, option
+from unienv.tasks.common import rotation_matrix, to_body
+from unienv.tasks.g1_velocity import G1_NCONMAX, G1_NJMAX, G1Velocity, g1_scene
+from unienv.tasks.go1_velocity import joint_limits
+
+BODIES = ("pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link", "right_hip_roll_link")
+BODIES += ("right_knee_link", "right_ankle_roll_link", "torso_link", "left_shoulder_roll_link")
+BODIES += ("left_elbow_link", "left_wrist_yaw_link", "right_shoulder_roll_link", "right_elbow_link")
+BODIES += ("right_wrist_yaw_link",)
+ANCHOR, END_EFFECTORS = (
+    BODIES.index("torso_link"),
+    [BODIES.index(b) for b in BODIES if "ankle" in b or "wrist" in b],
+)
+WEIGHTS = {"anchor_pos": 0.5, "anchor_ori": 0.5, "body_pos": 1.0, "body_ori": 1.0, "body_lin_vel": 1.0}
+WEIGHTS |= {"body_ang_vel": 1.0, "action_rate": -0.1, "joint_limits": -10.0}
+SIGMAS = {"anchor_pos": 0.3, "anchor_ori": 0.4, "body_pos": 0.3, "body_ori": 0.4, "body_lin_vel": 1.0}
+SIGMAS |= {"body_ang_vel": 3.14}
+JOINT_VEL_SCALE = 0.05
+
+
+@dataclasses.dataclass
+class G1TrackingOptions(TaskOptions):
+    motion: str = option("squat", "a built-in clip (squat, arm_swing) or a motion .npz's path")
+    episode_length_s: float = option(10.0, "s: an episode is truncated after it")
+    action_scale: float = option(0.25, "an action of 1 moves a joint's target by this x torque limit / kp")
+    future_frames: int = option(0, "reference frames after the next one whose joints are observed")
+    reward_weights: dict = option(WEIGHTS, "each term's weight (then times dt); the ones given replace these")
+    reset_noise_scale: float = option(0.05, "rad: reset joints U(-it, it) off the reference")
+    max_anchor_height_error: float = option(0.25, "m: an episode ends when the anchor's height is off more")
+    max_anchor_gravity_error: float = option(0.8, "an episode ends when the anchor's gravity z is off more")
+    max_end_effector_height_error: float = option(0.25, "m: the same for an ankle's or a wrist's height")
+    adaptive_uniform: float = option(0.1, "start bins' probability floor (over the bins) beside failures")
+    adaptive_alpha: float = option(0.001, "rate of the start bins' failure averages, per reset")
+
+    def __post_init__(self):
+        super().__post_init__()
+        unknown = sorted(set(self.reward_weights or {}) - set(WEIGHTS))
+        if unknown:
+            raise ArgumentError(f"task.reward_weights: expected terms of {list(WEIGHTS)}, got {unknown}")
+        self.reward_weights = {**WEIGHTS, **(self.reward_weights or {})}
+
+
+def yaw_turn(xp, c, s, v):
+    """Vectors v (N, B, 3) turned about z by the angles of cosines c and sines s (N, 1)."""
+    return xp.stack((c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]), -1)
+
+
+def angle_between(xp, a, b):
+    """Rotation angle (rad) between wxyz quaternions a and b (..., 4): 2 atan2(|v|, |w|) of a* b,
+    whose vector part is a_w b_v - b_w a_v - a_v x b_v (by components: elementwise, no gathers)."""
+    (aw, ax, ay, az), (bw, bx, by, bz) = (a[..., i] for i in range(4)), (b[..., i] for i in range(4))
+    vx = aw * bx - bw * ax - (ay * bz - az * by)
+    vy = aw * by - bw * ay - (az * bx - ax * bz)
+    vz = aw * bz - bw * az - (ax * by - ay * bx)
+    return 2.0 * xp.arctan2(
+        xp.sqrt(vx * vx + vy * vy + vz * vz), xp.abs(aw * bw + ax * bx + ay * by + az * bz)
+    )
+
+
+class G1Tracking(Task):
+    name = "g1_tracking"
+    sim_dt, decimation, root_body, requires, arrays = 0.004, 5, "pelvis", ("body_views",), "any"
+    single_action_space, camera, Options = (
+        G1Velocity.single_action_space,
+        G1Velocity.camera,
+        G1TrackingOptions,
+    )
+    terms = tuple(WEIGHTS)
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        if (
+            isinstance(self.future_frames, bool)
+            or not isinstance(self.future_frames, int)
+            or self.future_frames < 0
+        ):
+            raise ArgumentError(f"task.future_frames: expected an int >= 0, got {self.future_frames!r}")
+        if not self.adaptive_uniform > 0.0 or not 0.0 <= self.adaptive_alpha <= 1.0:
+            raise ArgumentError(
+                f"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in [0, 1], got "
+                f"{self.adaptive_uniform!r}, {self.adaptive_alpha!r}"
+            )
+        self.scene, per_torque = g1_scene(
+            robots.model_file("unitree_g1", "scene_mjx.xml"), (G1_NJMAX, G1_NCONMAX)
+        )
+        self.joint_scale_np = self.action_scale * per_torque
+        is_clip = self.motion in clips.CLIPS
+        self.reference = clips.clip(self.motion, load_mjmodel(self.scene)) if is_clip else load(self.motion)
+
+    def observation_blocks(self):
+        ref = {"ref_joint_pos": 29, "ref_joint_vel": 29, "ref_anchor_pos": 3, "ref_anchor_ori": 6}
+        future = {"future_joint_pos": 29 * self.future_frames} if self.future_frames else {}
+        robot = {"base_lin_vel": 3, "base_ang_vel": 3, "joint_pos": 29, "joint_vel": 29, "last_action": 29}
+        return ref | future | robot
+
+    def setup(self, backend):
+        super().setup(backend)
+        info, m = backend.info, self.reference
+        joints = [backend.names("joint")[j] for j in info.actuator_joint]
+        missing = [n for n in (*joints, *BODIES) if n not in (*m.joint_names, *m.body_names)]
+        if missing or m.body_names[0] != self.root_body:
+            raise ArgumentError(
+                f"task.motion: {self.motion}: expected the G1's joints and bodies (the pelvis first), missing {missing}"
+            )
+        order = [m.joint_names.index(j) for j in joints]
+        body_order = [m.body_names.index(b) for b in BODIES]
+        self.body_ids = backend.find("body", BODIES)
+        self.q_idx, self.v_idx = (
+            info.joint_qpos_adr[info.actuator_joint],
+            info.joint_dof_adr[info.actuator_joint],
+        )
+        self.default_q = self.array(info.keyframes["default"][self.q_idx])
+        self.joint_scale = self.array(self.joint_scale_np)
+        low, high = info.joint_range[info.actuator_joint].T
+        middle, half = (low + high) / 2, (high - low) / 2 * 0.9
+        self.q_low, self.q_high = self.array(middle - half), self.array(middle + half)
+        root_rot = rotation_matrix(np, m.body_quat[:, 0])
+        qpos, qvel = np.zeros((m.frames, backend.nq)), np.zeros((m.frames, backend.nv))
+        qpos[:, :3], qpos[:, 3:7], qpos[:, self.q_idx] = (
+            m.body_pos[:, 0],
+            m.body_quat[:, 0],
+            m.joint_pos[:, order],
+        )
+        qvel[:, :3], qvel[:, 3:6] = m.body_lin_vel[:, 0], to_body(m.body_ang_vel[:, 0], root_rot)
+        qvel[:, self.v_idx] = m.joint_vel[:, order]
+        self.ref_qpos, self.ref_qvel = self.array(qpos), self.array(qvel)
+        self.ref_q, self.ref_qd = self.ref_qpos[:, self.q_idx], self.ref_qvel[:, self.v_idx]
+        pos, quat = m.body_pos[:, body_order], m.body_quat[:, body_order]
+        self.ref_pos, self.ref_quat = self.array(pos), self.array(quat)
+        # the bodies' offsets from the anchor, linear and angular velocities: turned together (T, 3 B, 3)
+        vectors = (
+            pos - pos[:, ANCHOR : ANCHOR + 1],
+            m.body_lin_vel[:, body_order],
+            m.body_ang_vel[:, body_order],
+        )
+        self.ref_vectors = self.array(np.concatenate(vectors, 1))
+        rot = rotation_matrix(np, quat[:, ANCHOR])  # per frame, once: the reference anchor's
+        self.ref_rot, self.ref_gravity_z = self.array(rot), self.array(rot[:, 2, 2])
+        self.ref_yaw = self.array(np.arctan2(rot[:, 1, 0], rot[:, 0, 0]))
+        self.q_idx, self.v_idx = self.xp.asarray(self.q_idx), self.xp.asarray(self.v_idx)
+        self.bins = int(m.frames // m.fps) + 1
+        self.failures = self.xp.zeros((self.bins,), self.dtype)
+        self.bin_ids = self.xp.asarray(np.arange(self.bins))
+        self.lower = self.array(np.tril(np.ones((self.bins, self.bins))))  # cumulative sums by products
+        self.weights = self.array([self.reward_weights[k] * self.dt for k in self.terms])
+        self.sigmas = self.array([1.0 / SIGMAS[k] ** 2 for k in self.terms[:6]])
+
+    def action_to_ctrl(self, action):
+        return self.default_q + self.joint_scale * action
+
+    def read(self, backend):
+        xp, views = self.xp, backend.get_state_views()
+        qpos, qvel, bodies = (
+            xp.asarray(views["qpos"]),
+            xp.asarray(views["qvel"]),
+            backend.get_body_views(self.body_ids),
+        )
+        pos, quat, lin, ang = (
+            xp.copy(xp.asarray(v)) for v in (bodies.pos, bodies.quat, bodies.lin_vel, bodies.ang_vel)
+        )
+        rot = rotation_matrix(xp, qpos[:, 3:7])
+        base = xp.concat((to_body(qvel[:, :3], rot), qvel[:, 3:6]), 1)
+        return {
+            "q": qpos[:, self.q_idx],
+            "qd": qvel[:, self.v_idx],
+            "base": base,
+            "pos": pos,
+            "quat": quat,
+            "lin": lin,
+            "ang": ang,
+        }
+
+    def target(self, s, frame):
+        """The reference at `frame` (N,) aligned to the robot's anchor: body positions,
+        orientations, velocities (N, B, ...), and the reference's own positions and orientations."""
+        xp, a = self.xp, ANCHOR
+        pos, quat, vectors = self.ref_pos[frame], self.ref_quat[frame], self.ref_vectors[frame]
+        w, x, y, z = (s["quat"][:, a, i] for i in range(4))  # the robot anchor's heading: R[:2, 0]
+        yaw = xp.arctan2(2 * x * y + 2 * w * z, w * w + x * x - y * y - z * z) - self.ref_yaw[frame]
+        c, sn = xp.cos(yaw)[:, None], xp.sin(yaw)[:, None]
+        origin = xp.concat((s["pos"][:, a, :2], pos[:, a, 2:]), 1)[:, None]
+        ch, sh = xp.cos(yaw / 2)[:, None], xp.sin(yaw / 2)[:, None]
+        w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
+        turned = xp.stack((ch * w - sh * z, ch * x - sh * y, ch * y + sh * x, ch * z + sh * w), -1)
+        v, b = yaw_turn(xp, c, sn, vectors), len(BODIES)
+        return {"world_pos": pos, "world_quat": quat, "pos": origin + v[:, :b], "quat": turned,
+                "lin": v[:, b : 2 * b], "ang": v[:, 2 * b :]}  # fmt: skip
+
+    def frame(self, memory, ahead=0):
+        return self.xp.astype(memory["frame"] + ahead, self.xp.int64) % len(self.ref_q)
+
+    def observe(self, s, memory):
+        xp, f = self.xp, self.frame(memory)
+        a, rot_m = ANCHOR, self.ref_rot[f]
+        rot_r = rotation_matrix(xp, s["quat"][:, a])
+        ref_anchor = to_body(self.ref_pos[f][:, a] - s["pos"][:, a], rot_r)
+        relative = [to_body(rot_m[:, :, i], rot_r) for i in (0, 1)]
+        future = [self.ref_q[self.frame(memory, k + 1)] - self.default_q for k in range(self.future_frames)]
+        return xp.concat(
+            (self.ref_q[f] - self.default_q, JOINT_VEL_SCALE * self.ref_qd[f], ref_anchor, *relative, *future,
+             s["base"], s["q"] - self.default_q, JOINT_VEL_SCALE * s["qd"], memory["last_action"]), 1)  # fmt: skip
+
+    def errors(self, s, memory):
+        """Squared tracking errors (N, 6) in the order of `terms`, against the target frame."""
+        xp, a, ref = self.xp, ANCHOR, self.target(s, self.frame(memory))
+        sq = lambda d: xp.square(d).sum(-1)  # noqa: E731
+        return xp.stack((
+            sq(s["pos"][:, a] - ref["world_pos"][:, a]),
+            xp.square(angle_between(xp, s["quat"][:, a], ref["world_quat"][:, a])),
+            sq(s["pos"] - ref["pos"]).mean(1),
+            xp.square(angle_between(xp, s["quat"], ref["quat"])).mean(1),
+            sq(s["lin"] - ref["lin"]).mean(1),
+            sq(s["ang"] - ref["ang"]).mean(1)), 1)  # fmt: skip
+
+    def reward(self, s, prev, action, memory):
+        xp = self.xp
+        tracking = xp.exp(-self.errors(s, memory) * self.sigmas)
+        rate = xp.square(action - memory["last_action"]).sum(1)
+        limits = joint_limits(xp, s["q"], self.q_low, self.q_high)
+        weighted = xp.concat((tracking, xp.stack((rate, limits), 1)), 1) * self.weights
+        return xp.clip(weighted.sum(1), 0.0, None), dict(zip(self.terms, weighted.T, strict=True))
+
+    def terminated(self, s, memory):
+        f, a, e = self.frame(memory), ANCHOR, END_EFFECTORS
+        pos, q = self.ref_pos[f], s["quat"][:, a]
+        gravity_z = self.ref_gravity_z[f] - (
+            q[:, 0] ** 2 - q[:, 1] ** 2 - q[:, 2] ** 2 + q[:, 3] ** 2
+        )  # R[2, 2]
+        return (
+            (self.xp.abs(pos[:, a, 2] - s["pos"][:, a, 2]) > self.max_anchor_height_error)
+            | (self.xp.abs(gravity_z) > self.max_anchor_gravity_error)
+            | (self.xp.abs(pos[:, e, 2] - s["pos"][:, e, 2]) > self.max_end_effector_height_error).any(1)
+        )
+
+    def ghost_qpos(self, memory):
+        """Videos draw the reference frame that the robot's state is scored against."""
+        return self.ref_qpos[self.frame(memory, -1)]
+
+    def remember(self, s, action, memory):
+        frame = (memory["frame"] + 1.0) % len(self.ref_q)
+        return {"frame": frame, "steps": memory["steps"] + 1.0, "last_action": self.xp.copy(action)}
+
+    def on_reset(self, mask, s, memory):
+        """Failures (episodes ended before the time limit) counted into their phase's bin."""
+        xp = self.xp
+        failed = mask & (memory["steps"] < self.max_episode_steps)
+        ended = (memory["frame"] - 1.0) % len(self.ref_q)
+        bins = xp.astype(xp.floor(ended * self.bins / len(self.ref_q)), xp.int64)
+        counts = xp.astype(((bins[:, None] == self.bin_ids) & failed[:, None]).sum(0), self.dtype)
+        rate = self.adaptive_alpha * xp.astype(mask.any(), self.dtype)
+        self.failures = (1.0 - rate) * self.failures + rate * counts
+
+    def reset_state(self, env_ids, rng):
+        xp, p = self.xp, self.failures + self.adaptive_uniform / self.bins
+        cdf = (self.lower * (p / p.sum())).sum(1)
+        u = rng.uniform((2,), dtype=self.dtype)
+        chosen = xp.astype((u[:, :1] >= cdf[:-1]).sum(1), self.dtype)
+        frame = xp.floor(xp.clip((chosen + u[:, 1]) / self.bins, 0.0, 1.0) * (len(self.ref_q) - 1))
+        f = xp.astype(frame, xp.int64)
+        qpos, noise = xp.copy(self.ref_qpos[f]), self.reset_noise_scale
+        qpos[:, self.q_idx] += rng.uniform((29,), -noise, noise, dtype=self.dtype)
+        self._starts = frame  # for reset_memory, which the env calls next in the same reset
+        return qpos, xp.copy(self.ref_qvel[f])
+
+    def reset_memory(self, rng):
+        frame = self.__dict__.pop("_starts")  # reset_state's draw: nothing stays on self after a reset
+        zeros = self.xp.zeros((rng.rows, 30), self.dtype)
+        return {"frame": (frame + 1.0) % len(self.ref_q), "steps": zeros[:, 0], "last_action": zeros[:, 1:]}

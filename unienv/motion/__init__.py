@@ -1,0 +1,143 @@
+"""Motion files: a robot's reference motion at the env's control rate, checked on load.
+
+A motion file is one `.npz` (NumPy's archive, no pickles) with these arrays, T frames of a
+robot with J hinge joints and B bodies (every body but the world, in the model's order):
+
+    fps           ()         frames per second of the arrays (the env's control rate: 50)
+    source_fps    ()         frames per second of the clip it was converted from
+    source        ()         where the clip comes from (a file name, a built-in clip's recipe)
+    joint_names   (J,)       the model's joint names, in its order
+    body_names    (B,)       the model's body names, in its order (body 0 is the root)
+    joint_pos     (T, J)     rad
+    joint_vel     (T, J)     rad/s
+    body_pos      (T, B, 3)  world position of each body's frame, m
+    body_quat     (T, B, 4)  world orientation, unit quaternions w, x, y, z (body to world)
+    body_lin_vel  (T, B, 3)  world-frame velocity of each body's frame origin, m/s
+    body_ang_vel  (T, B, 3)  world-frame angular velocity, rad/s
+
+Body quantities are MuJoCo's forward kinematics of the frames (`unienv.motion.convert`), the
+same quantities a backend's body views report, so a state written from frame t reads back as
+frame t. Invariant: `load` returns a Motion only when every array has its shape, a float dtype
+and finite values, the quaternions are unit (within 1e-3), and there is at least one frame at
+a positive frame rate; otherwise it raises one `ArgumentError` line naming the file, the array
+and what is wrong, and loads nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import zipfile
+
+import numpy as np
+
+from unienv.errors import ArgumentError
+
+QUAT_TOLERANCE = 1e-3  # |norm - 1| allowed of a stored quaternion
+ARRAYS = {  # name: shape in frames T, joints J, bodies B
+    "joint_pos": ("T", "J"),
+    "joint_vel": ("T", "J"),
+    "body_pos": ("T", "B", 3),
+    "body_quat": ("T", "B", 4),
+    "body_lin_vel": ("T", "B", 3),
+    "body_ang_vel": ("T", "B", 3),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Motion:
+    """A checked motion (see the module's docstring for each field)."""
+
+    fps: float
+    source_fps: float
+    source: str
+    joint_names: tuple[str, ...]
+    body_names: tuple[str, ...]
+    joint_pos: np.ndarray
+    joint_vel: np.ndarray
+    body_pos: np.ndarray
+    body_quat: np.ndarray
+    body_lin_vel: np.ndarray
+    body_ang_vel: np.ndarray
+
+    def __post_init__(self):
+        check(self, "motion")
+
+    @property
+    def frames(self) -> int:
+        return len(self.joint_pos)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the motion as one .npz (uncompressed: a few MB a minute)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["joint_names"], fields["body_names"] = (
+            np.array(fields[k]) for k in ("joint_names", "body_names")
+        )
+        np.savez(path, **fields)
+
+
+def check(motion: Motion, where: str) -> None:
+    """Raise ArgumentError naming `where`, the field and the problem unless `motion` holds a
+    valid motion (module docstring)."""
+    for name in ("fps", "source_fps"):
+        value = getattr(motion, name)
+        if not isinstance(value, float) or not np.isfinite(value) or value <= 0:
+            raise ArgumentError(f"{where}: {name}: expected a frame rate > 0 (frames/s), got {value!r}")
+    sizes = {"T": len(motion.joint_pos), "J": len(motion.joint_names), "B": len(motion.body_names)}
+    if sizes["T"] == 0:
+        raise ArgumentError(f"{where}: joint_pos: expected at least one frame, got 0")
+    for name, shape in ARRAYS.items():
+        a = getattr(motion, name)
+        expected = tuple(sizes.get(d, d) for d in shape)
+        if a.shape != expected:
+            dims = ", ".join(f"{d}={sizes[d]}" if d in sizes else str(d) for d in shape)
+            raise ArgumentError(f"{where}: {name}: expected shape ({dims}), got {a.shape}")
+        if a.dtype not in (np.float32, np.float64):
+            raise ArgumentError(f"{where}: {name}: expected float32 or float64, got {a.dtype}")
+        bad = ~np.isfinite(a).reshape(len(a), -1).all(1)
+        if bad.any():
+            raise ArgumentError(
+                f"{where}: {name}: expected finite values, got NaN or inf in frame {bad.argmax()}"
+            )
+    norm = np.sqrt(np.square(motion.body_quat).sum(-1))
+    off = np.abs(norm - 1.0) > QUAT_TOLERANCE
+    if off.any():
+        t, b = np.unravel_index(off.argmax(), off.shape)
+        raise ArgumentError(
+            f"{where}: body_quat: expected unit quaternions (w, x, y, z), got norm {norm[t, b]:.4f} "
+            f"for body {motion.body_names[b]!r} in frame {t}"
+        )
+
+
+def load(path: str | os.PathLike) -> Motion:
+    """The motion in the .npz at `path`, checked (module docstring); one ArgumentError line if not."""
+    where = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise ArgumentError(f"{where}: expected a motion .npz, could not read it ({e})") from None
+    missing = [f.name for f in dataclasses.fields(Motion) if f.name not in arrays]
+    if missing:
+        raise ArgumentError(f"{where}: expected a motion .npz, missing arrays {missing}")
+    fields = {}
+    for f in dataclasses.fields(Motion):
+        a = arrays[f.name]
+        if f.name in ("fps", "source_fps"):
+            ok = a.shape == () and a.dtype.kind in "fiu"
+            fields[f.name] = float(a) if ok else a
+        elif f.name == "source":
+            fields[f.name] = str(a)
+        elif f.name.endswith("_names"):
+            if a.ndim != 1 or a.dtype.kind != "U":
+                raise ArgumentError(f"{where}: {f.name}: expected a list of names, got {a.dtype} {a.shape}")
+            fields[f.name] = tuple(a.tolist())
+        else:
+            fields[f.name] = a
+    motion = Motion.__new__(Motion)  # checked below under the file's name, then frozen as is
+    for name, value in fields.items():
+        object.__setattr__(motion, name, value)
+    check(motion, where)
+    return motion

@@ -1,0 +1,161 @@
+"""Conversion to motion files: root poses and joint positions per frame, at any frame rate,
+into a `Motion` at the env's control rate, with each body's pose and velocities from MuJoCo.
+
+The input is what retargeting tools write (LAFAN1 or AMASS retargeted to a robot): per frame,
+the root body's world position (x, y, z, m), its world orientation as a quaternion, and the
+robot's joint positions (rad) in the model's joint order. Accepted CSV layouts (`read_csv`),
+one frame a line, comma-separated numbers, no header (a line starting with # is skipped):
+
+    x, y, z, qx, qy, qz, qw, q_1 ... q_J      quat="xyzw" (the default: LAFAN1's, BeyondMimic's)
+    x, y, z, qw, qx, qy, qz, q_1 ... q_J      quat="wxyz" (MuJoCo's)
+
+`from_frames` resamples at `dt` (the env's control step): times 0, dt, 2 dt ... up to the
+clip's last frame, positions and joints linearly and the root's orientation by slerp. Joint
+and root velocities are central differences of the resampled frames (MuJoCo's
+mj_differentiatePos, one-sided at the ends); each body's world pose comes from mj_kinematics and
+its velocity from mj_comVel (the frame origin's, in the world frame; mj_objectVelocity would
+give the COM's), as a backend's body views report them. Input is checked before anything is computed: the column count against the
+robot's joints, finite values, unit root quaternions (a wrong stated order or layout shows as
+norms off 1), at least one frame, a frame rate > 0.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from unienv.errors import ArgumentError
+from unienv.motion import QUAT_TOLERANCE, Motion
+
+QUAT_ORDERS = ("xyzw", "wxyz")
+
+
+def robot_joints(model) -> list[str]:
+    """The model's hinge and slide joints in order, after its one free root joint (else an error)."""
+    types = list(model.jnt_type)
+    if not types or types[0] != 0 or 0 in types[1:]:
+        raise ArgumentError("model: expected a robot with one free joint (its root) first, then hinges")
+    return [model.joint(j).name for j in range(1, model.njnt)]
+
+
+def read_csv(path: str | os.PathLike, joints: int, quat: str = "xyzw") -> tuple[np.ndarray, ...]:
+    """(root_pos (n, 3), root_quat wxyz (n, 4), joint_pos (n, joints)) from a CSV in one of the
+    layouts of the module's docstring; one ArgumentError line naming the file if it is not."""
+    if quat not in QUAT_ORDERS:
+        raise ArgumentError(f"quat: expected one of {QUAT_ORDERS}, got {quat!r}")
+    where = os.fspath(path)
+    try:
+        with warnings.catch_warnings():  # an empty file: said below, in the error's one line
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            rows = np.loadtxt(path, delimiter=",", comments="#", ndmin=2, dtype=np.float64)
+    except ValueError as e:
+        raise ArgumentError(f"{where}: expected comma-separated numbers, {e}") from None
+    width = 7 + joints
+    if rows.size == 0:
+        raise ArgumentError(f"{where}: expected at least one frame, got 0")
+    if rows.shape[1] != width:
+        raise ArgumentError(
+            f"{where}: expected {width} columns (root x y z, root quaternion {quat}, {joints} joint "
+            f"positions), got {rows.shape[1]}"
+        )
+    q = rows[:, 3:7] if quat == "wxyz" else rows[:, [6, 3, 4, 5]]
+    return rows[:, :3], q, rows[:, 7:]
+
+
+def from_frames(
+    model,
+    root_pos: np.ndarray,
+    root_quat: np.ndarray,
+    joint_pos: np.ndarray,
+    fps: float,
+    dt: float = 0.02,
+    source: str = "",
+    where: str = "frames",
+) -> Motion:
+    """The Motion of these frames (root wxyz quaternions) of `model` (a mujoco.MjModel) at
+    `fps`, resampled every `dt` seconds (module docstring)."""
+    joints = robot_joints(model)
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not np.isfinite(fps) or fps <= 0:
+        raise ArgumentError(f"{where}: fps: expected a frame rate > 0 (frames/s), got {fps!r}")
+    n = len(joint_pos)
+    if n == 0:
+        raise ArgumentError(f"{where}: expected at least one frame, got 0")
+    for name, a, width in (
+        ("root_pos", root_pos, 3),
+        ("root_quat", root_quat, 4),
+        ("joint_pos", joint_pos, len(joints)),
+    ):
+        if a.shape != (n, width):
+            raise ArgumentError(f"{where}: {name}: expected shape ({n}, {width}), got {a.shape}")
+        bad = ~np.isfinite(a).all(1)
+        if bad.any():
+            raise ArgumentError(
+                f"{where}: {name}: expected finite values, got NaN or inf in frame {bad.argmax()}"
+            )
+    norm = np.sqrt(np.square(root_quat).sum(1))
+    off = np.abs(norm - 1.0) > QUAT_TOLERANCE
+    if off.any():
+        raise ArgumentError(
+            f"{where}: root quaternion: expected unit quaternions, got norm {norm[off.argmax()]:.4f} in frame "
+            f"{off.argmax()} (is the stated quaternion order or column layout the file's?)"
+        )
+    times = np.arange(int(np.floor((n - 1) / fps / dt + 1e-9)) + 1) * dt
+    qpos = np.concatenate([*resample(root_pos, root_quat / norm[:, None], joint_pos, times * fps)], 1)
+    return forward(model, qpos, dt, fps, source, joints)
+
+
+def resample(root_pos, root_quat, joint_pos, at):
+    """Frames at fractional indices `at`: positions and joints linear, the quaternion by slerp."""
+    i = np.minimum(np.floor(at).astype(int), len(joint_pos) - 1)
+    j, u = np.minimum(i + 1, len(joint_pos) - 1), (at - i)[:, None]
+    a, b = root_quat[i], root_quat[j]
+    dot = (a * b).sum(1, keepdims=True)
+    b, dot = np.where(dot < 0, -b, b), np.abs(dot)  # the shorter way round
+    angle = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin = np.sin(angle)
+    near = sin < 1e-6  # (almost) the same rotation: linear, renormalized
+    wa = np.where(near, 1 - u, np.sin((1 - u) * angle) / np.where(near, 1.0, sin))
+    wb = np.where(near, u, np.sin(u * angle) / np.where(near, 1.0, sin))
+    quat = wa * a + wb * b
+    quat /= np.sqrt(np.square(quat).sum(1, keepdims=True))
+    lerp = lambda x: x[i] + u * (x[j] - x[i])  # noqa: E731
+    return lerp(root_pos), quat, lerp(joint_pos)
+
+
+def forward(model, qpos: np.ndarray, dt: float, source_fps: float, source: str, joints: list[str]) -> Motion:
+    """The Motion of configurations qpos (T, nq) every dt seconds: velocities by central
+    differences, each body's pose and velocity by MuJoCo's kinematics."""
+    import mujoco
+
+    frames, data = len(qpos), mujoco.MjData(model)
+    qvel = np.zeros((frames, model.nv))
+    for t in range(frames):
+        lo, hi = max(t - 1, 0), min(t + 1, frames - 1)
+        if hi > lo:
+            mujoco.mj_differentiatePos(model, qvel[t], (hi - lo) * dt, qpos[lo], qpos[hi])
+    bodies, root = model.nbody - 1, model.body_rootid[1:]
+    pos, quat = np.zeros((frames, bodies, 3)), np.zeros((frames, bodies, 4))
+    ang, lin = np.zeros((frames, bodies, 3)), np.zeros((frames, bodies, 3))
+    for t in range(frames):
+        data.qpos, data.qvel = qpos[t], qvel[t]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_comVel(model, data)
+        pos[t], quat[t], ang[t] = data.xpos[1:], data.xquat[1:], data.cvel[1:, :3]
+        # cvel is at the subtree COM of each body's root: the frame origin's is v + w x (p - c)
+        lin[t] = data.cvel[1:, 3:] + np.cross(ang[t], pos[t] - data.subtree_com[root])
+    return Motion(
+        fps=1.0 / dt,
+        source_fps=float(source_fps),
+        source=source,
+        joint_names=tuple(joints),
+        body_names=tuple(model.body(b).name for b in range(1, model.nbody)),
+        joint_pos=qpos[:, 7:],
+        joint_vel=qvel[:, 6:],
+        body_pos=pos,
+        body_quat=quat,
+        body_lin_vel=lin,
+        body_ang_vel=ang,
+    )
