@@ -146,10 +146,10 @@ def test_observation_is_in_the_hands_frame_and_the_fingertips_are_mujocos_sites(
     assert np.abs(obs[:, layout["joint_pos"]]).max() < 1e-6  # the grasp pose is the default
 
 
-def test_dr_preset_draws_the_cubes_mass_and_friction_for_exactly_the_envs_reset(leap):
-    """dr=leap_cube_rotate: the cube's mass and friction differ per env in the engine and are the
-    manager's values, the hand's masses stay the model's; resetting env 1 alone redraws env 1's
-    and leaves env 0's bit for bit."""
+def test_dr_preset_draws_the_cubes_size_mass_and_friction_for_exactly_the_envs_reset(leap):
+    """dr=leap_cube_rotate: the cube's size, mass and friction differ per env in the engine and
+    are the manager's values (one size scale for the three half sizes), the hand's masses stay the
+    model's; resetting env 1 alone redraws env 1's and leaves env 0's bit for bit."""
     env = leap(dr="leap_cube_rotate")
     env.reset(seed=0)
     b = env.backend
@@ -158,6 +158,14 @@ def test_dr_preset_draws_the_cubes_mass_and_friction_for_exactly_the_envs_reset(
     def engine():
         return _np(b.get_dr_param("body_mass")), _np(b.get_dr_param("geom_friction"))[:, geom, 0]
 
+    def half_sizes():
+        return _np(b.get_dr_param("geom_size"))[:, geom]
+
+    size = half_sizes()
+    np.testing.assert_allclose(size, np.repeat(size[:, :1], 3, 1), rtol=0)  # a cube stays a cube
+    assert size[0, 0] != size[1, 0] and np.all(
+        (size >= 0.95 * 0.035 - 1e-12) & (size <= 1.05 * 0.035 + 1e-12)
+    )
     masses, friction = engine()
     mass, params = masses[:, body], env.dr_params()
     np.testing.assert_array_equal(mass, _np(params["cube_mass"])[:, 0])
@@ -170,6 +178,7 @@ def test_dr_preset_draws_the_cubes_mass_and_friction_for_exactly_the_envs_reset(
     np.testing.assert_array_equal(np.delete(masses, body, 1), np.delete(default, body, 1))
     env.reset(options={"reset_mask": torch.tensor([False, True])})
     masses2, friction2 = engine()
+    assert half_sizes()[0, 0] == size[0, 0] and half_sizes()[1, 0] != size[1, 0]
     assert masses2[0, body] == mass[0] and friction2[0] == friction[0]
     assert masses2[1, body] != mass[1] and friction2[1] != friction[1]
 
