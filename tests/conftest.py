@@ -7,6 +7,8 @@ them.
 - MuJoCo appends its warnings (those of the divergence tests, say) to MUJOCO_LOG.TXT in the
   working directory. One that this run created in the checkout is moved into the run's temp
   directory at the end, and the summary says where.
+- Ray's socket paths may not pass 107 bytes, which a pytest temp path (under pytest-xdist, say)
+  can: the `ray_tmpdir` fixture gives a short folder in /tmp, removed after.
 - PyOpenGL fixes its platform when it is first imported, and Genesis imports it on import (at
   collection); dm_control's EGL renderer, the pixel tests' reference, then fails unless that
   platform is EGL. So, where the run renders through EGL, it is set to EGL before any import.
@@ -17,6 +19,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+
+import pytest
 
 if os.environ.get("MUJOCO_GL", "egl") == "egl" and not os.environ.get("DISPLAY"):
     os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
@@ -53,3 +57,11 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 def pytest_terminal_summary(terminalreporter) -> None:
     if "moved_log" in _state:
         terminalreporter.write_line(f"MuJoCo's warnings of this run: {_state['moved_log']}")
+
+
+@pytest.fixture
+def ray_tmpdir():
+    """A short folder for Ray's sessions and sockets (`RAY_TMPDIR`), removed after the test."""
+    folder = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # not TMPDIR: this run's, a long path
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

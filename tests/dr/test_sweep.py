@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FRICTION, MASS = ("0.5", "1.0", "1.5"), ("0.8", "1.0", "1.2")
 
 
-def run_sweep(tmp_path, *launcher):
+def run_sweep(tmp_path, *launcher, env=None):
     sweep_dir = tmp_path / "sweep"
     done = subprocess.run(
         [
@@ -39,6 +39,7 @@ def run_sweep(tmp_path, *launcher):
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout, sweep_dir
@@ -100,8 +101,11 @@ def test_sweep_with_the_joblib_launcher_matches_the_basic_one(tmp_path, basic_sw
     not importlib.util.find_spec("hydra_plugins.hydra_ray_launcher"),
     reason="needs the sweep extra: pip install -e '.[sweep]'",
 )
-def test_sweep_with_the_ray_launcher_on_a_local_ray(tmp_path):
-    stdout, sweep_dir = run_sweep(tmp_path, "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2")
+def test_sweep_with_the_ray_launcher_on_a_local_ray(tmp_path, ray_tmpdir):
+    ray = {**os.environ, "RAY_TMPDIR": ray_tmpdir}
+    stdout, sweep_dir = run_sweep(
+        tmp_path, "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2", env=ray
+    )
     check_sweep(stdout, sweep_dir)
 
 

@@ -82,7 +82,7 @@ def test_the_snapshot_sees_a_reset_a_step_and_a_dr_write(env):
     after = snapshot(env)
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert {"physics", "env.episode_length", "env.dr._history", "env.dr._head"} <= changed
-    assert {"env._return", "env._reading[qpos]"} <= changed  # NumPy arrays on mujoco for a NumPy task
+    assert {"env._sums.ret", "env._reading[qpos]"} <= changed  # NumPy arrays on mujoco for a NumPy task
     assert any(k.endswith(".countdown") for k in changed)
     before = snapshot(env)
     env.reset(seed=11)

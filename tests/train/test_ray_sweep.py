@@ -15,7 +15,7 @@ pytest.importorskip("rsl_rl")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_a_sweep_runs_one_train_process_per_trial_in_ray_workers(tmp_path):
+def test_a_sweep_runs_one_train_process_per_trial_in_ray_workers(tmp_path, ray_tmpdir):
     sweep = tmp_path / "sweep"
     command = [
         sys.executable, os.path.join(ROOT, "train.py"), "-m", "hydra/launcher=ray",
@@ -23,7 +23,7 @@ def test_a_sweep_runs_one_train_process_per_trial_in_ray_workers(tmp_path):
         "num_envs=8", "train.runner.num_steps_per_env=8", "train.eval_steps=0", "train.iterations=1",
         "seed=0,1", f"hydra.sweep.dir={sweep}",
     ]  # fmt: skip
-    environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    environment = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": ray_tmpdir}
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=environment, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     for trial in ("0", "1"):
