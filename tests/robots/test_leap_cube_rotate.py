@@ -11,8 +11,7 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import unienv
-from tests.robots.test_tasks import ENGINES, _has
-from tests.syncs import count_host_syncs
+from tests.robots.test_tasks import ENGINES
 from unienv.tasks.leap_cube_rotate import CUBE_REST, GRASP_SITE, LeapCubeRotate
 
 TASK = "leap_cube_rotate"
@@ -227,24 +226,6 @@ def test_the_cubes_mass_and_friction_change_its_physics_in_the_envs_written(leap
     assert z[0] > 0.02 and z[1] < env.task.drop_height
     for term in ("body_mass", "geom_friction"):  # the session's env as it was, for the tests after
         b.set_dr_param(term, [0, 1], torch.as_tensor(np.stack([_np(b.get_dr_default(term))] * 2)))
-
-
-@pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
-def test_no_host_sync_per_step_on_mjwarp():
-    env = unienv.make(TASK, backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)
-    try:
-        g = torch.Generator().manual_seed(0)
-        env.reset()
-        for _ in range(6):  # warm-up: kernels, first resets
-            env.step(torch.rand(4, 16, generator=g) * 2 - 1)
-        dones = torch.zeros((), dtype=torch.int64)
-        with count_host_syncs() as counts:
-            for _ in range(12):
-                _, _, term, trunc, _ = env.step(torch.rand(4, 16, generator=g) * 2 - 1)
-                dones = dones + (term | trunc).sum()
-        assert int(dones) > 0 and not counts, counts.most_common()
-    finally:
-        env.close()
 
 
 def test_single_env_passes_check_env():

@@ -17,18 +17,9 @@ import torch
 from gymnasium.utils.env_checker import check_env
 
 import unienv
-from tests.syncs import count_host_syncs
+from tests.robots.test_tasks import _has
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks.panda_lift import ARM, REST_HEIGHT
-
-
-def _has(module):
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
-
 
 ENGINES = [
     "mujoco",
@@ -216,24 +207,6 @@ def test_the_dr_preset_randomizes_the_box_by_name():
 def test_genesis_refuses_the_gravity_compensated_arm_before_building():
     with pytest.raises(CapabilityError, match="gravcomp"):
         unienv.make("panda_lift", backend="genesis", num_envs=1, device="cpu")
-
-
-@pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
-def test_no_host_sync_per_step_on_mjwarp():
-    env = unienv.make("panda_lift", backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)
-    try:
-        g = torch.Generator().manual_seed(0)
-        env.reset()
-        for _ in range(6):  # warm-up: kernels, first resets
-            env.step(torch.rand(4, 4, generator=g) * 2 - 1)
-        dones = torch.zeros((), dtype=torch.int64)
-        with count_host_syncs() as counts:
-            for _ in range(12):
-                _, _, term, trunc, _ = env.step(torch.rand(4, 4, generator=g) * 2 - 1)
-                dones = dones + (term | trunc).sum()
-        assert int(dones) > 0 and not counts, counts.most_common()
-    finally:
-        env.close()
 
 
 def test_single_env_passes_check_env():
