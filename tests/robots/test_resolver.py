@@ -86,11 +86,14 @@ def test_unienv_imports_and_registers_without_the_robots_extra(nowhere, monkeypa
 
     from unienv.make import register_envs
 
-    ids = ("unienv/Go1Velocity-v0", "unienv/G1Velocity-v0", "unienv/Cartpole-v0")
-    for env_id in ids:
+    robot_ids = [
+        f"unienv/{name}-v0"
+        for name in ("Go1Velocity", "G1Velocity", "G1Tracking", "PandaLift", "LeapCubeRotate")
+    ]
+    for env_id in (*robot_ids, "unienv/Cartpole-v0"):
         monkeypatch.delitem(gym.registry, env_id)  # put back after the test
     register_envs()
-    assert gym.registry["unienv/Go1Velocity-v0"].max_episode_steps is None
+    assert all(gym.registry[env_id].max_episode_steps is None for env_id in robot_ids)
     assert gym.registry["unienv/Cartpole-v0"].max_episode_steps == 500
     with pytest.raises(robots.RobotNotFoundError, match="'unitree_go1' not found"):
         gym.make("unienv/Go1Velocity-v0")
