@@ -82,13 +82,12 @@ from unienv.utils.arrays import to_numpy
 from unienv.utils.random import EnvRandom
 
 
-def _goal(task: Task, reading: dict, memory: dict, info: dict, everyone: Any) -> Any:
-    """The task's success at this step (`Task.success`), also put in info["is_success"];
-    None for a task without a goal."""
+def _goal(task: Task, reading: dict, memory: dict, info: dict, everyone: Any) -> None:
+    """The task's success at this step (`Task.success`) into info["is_success"], for a task
+    with a goal; the episode stats take it from there."""
     success = task.success(reading, memory)
     if success is not None:
         info["is_success"], info["_is_success"] = success, everyone
-    return success
 
 
 class UniEnv(VectorEnv):
@@ -184,7 +183,6 @@ class UniEnv(VectorEnv):
         self._obs_dtype = getattr(xp, np.dtype(task.single_observation_space.dtype).name)
         self._memory: dict[str, Any] = {}
         self._reading: dict[str, Any] | None = None  # the task's reading behind the last obs
-        self._success = None  # the task's success at the last step (None: a task without a goal)
         self._midway = False  # a step is between its first write and its end (an exception left it)
         self._renderer = None
 
@@ -328,7 +326,7 @@ class UniEnv(VectorEnv):
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
             self._reading = before = path.keep(self._reading, reading)
         reward, terms, terminated = outcome
-        self._success = _goal(task, reading, self._memory, info, self._everyone)
+        _goal(task, reading, self._memory, info, self._everyone)
         self._observer.after_step(self._memory)
         self._length += 1
         truncated = self._length >= self.max_episode_steps
@@ -350,7 +348,7 @@ class UniEnv(VectorEnv):
         if self._path.any(done):
             info["final_obs"], info["_final_obs"] = obs, done
             info["final_info"], info["_final_info"] = (
-                {"episode_stats": self._episode_stats(done), "_episode_stats": done},
+                {"episode_stats": self._episode_stats(done, info), "_episode_stats": done},
                 done,
             )
             obs = self._reset_envs(done, obs)
@@ -377,11 +375,12 @@ class UniEnv(VectorEnv):
     def _episode_info(self, done, info: dict) -> None:
         """Episode stats of the envs that just ended, in info["episode_stats"] (NEXT_STEP, DISABLED)."""
         if self._path.any(done):
-            info["episode_stats"], info["_episode_stats"] = self._episode_stats(done), done
+            info["episode_stats"], info["_episode_stats"] = self._episode_stats(done, info), done
 
-    def _episode_stats(self, done) -> dict:
+    def _episode_stats(self, done, info: dict) -> dict:
         elapsed = self._path.now() - self._start
-        success = {} if self._success is None else {"is_success": done & self._success}  # at the last step
+        goal = info.get("is_success")  # this step's, the episode's last (a task with a goal)
+        success = {} if goal is None else {"is_success": done & goal}
         return {**self._sums.stats(done, self._length), "t": self._xp.where(done, elapsed, 0.0)} | success
 
     # ---- render / close -----------------------------------------------------
