@@ -90,7 +90,9 @@ def task_class(name: str):
 POSITIVE_OPTIONS = {"episode_length_s", "max_angle", "rail", "action_scale", "base_height_target", "max_tilt"}
 POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
 POSITIVE_OPTIONS |= {"max_anchor_height_error", "max_anchor_gravity_error", "max_end_effector_height_error"}
-NONNEGATIVE_OPTIONS = {"reset_noise_scale"}
+POSITIVE_OPTIONS |= {"success_tolerance", "reach_scale", "grasp_distance", "damping", "rotation_gain"}
+POSITIVE_OPTIONS |= {"max_distance", "adaptive_alpha"}
+NONNEGATIVE_OPTIONS = {"reset_noise_scale", "adaptive_uniform"}
 
 
 def constructor_options(cls: type) -> dict[str, Any]:

@@ -29,6 +29,14 @@ from unienv.tasks import cartpole
         ),
         ("walker2d", {"ctrl_cost_weight": float("nan")}, "task.ctrl_cost_weight: expected a finite number"),
         ("cartpole", {"episode_lenght_s": 3}, "did you mean 'episode_length_s'"),
+        (
+            "panda_lift",
+            {"success_tolerance": -1},
+            "task.success_tolerance: expected a finite number > 0, got -1",
+        ),
+        ("panda_lift", {"grasp_distance": 0}, "task.grasp_distance: expected a finite number > 0, got 0"),
+        ("leap_cube_rotate", {"max_distance": -0.1}, "task.max_distance: expected a finite number > 0"),
+        ("g1_tracking", {"adaptive_uniform": -0.5}, "task.adaptive_uniform: expected a finite number >= 0"),
     ],
 )
 def test_task_options_are_checked_before_anything_is_built(task, options, message):
