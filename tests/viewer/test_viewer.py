@@ -388,3 +388,18 @@ def test_without_viser_one_line_says_what_to_install():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1
     assert out.stderr.strip() == "error: viewer=web: needs viser; pip install 'unienv[viewer]'"
+
+
+def test_cost_command_measures_each_setting_by_wall_and_cpu_time(capsys):
+    from unienv.viewer.__main__ import main
+
+    port = free_port()
+    result = main(
+        ["--task", "cartpole", "--num-envs", "4", "--seconds", "0.5", "--rounds", "1", "--port", str(port)]
+    )
+    assert result["frames_per_s"] > 0  # the page connected and was sent frames while the env stepped
+    for setting in ("headless", "watched, no page", "watched, a page open"):
+        assert result[setting] > 0
+    assert result["headless, viewer cpu"] == 0  # no viewer threads exist then
+    assert 0 < result["watched, a page open, viewer cpu"] < 1  # the frames' reads and sends, within a core
+    assert "% of a core" in capsys.readouterr().out

@@ -5,14 +5,18 @@ then with a training watcher (unienv.viewer.live.Watch) and no page open, then w
 (`remote_page` in another process: what a browser on another machine costs the server, which
 sends it every frame; the browser's own drawing is not on this machine); the rounds interleave,
 and each setting's best round is printed as env steps/s and as a ratio to headless. On a shared
-machine the ratios are noisy: read them over several rounds.
+machine those ratios are noisy (other jobs take the cores in turns); beside them is the CPU time
+that the viewer's threads (the watcher's and the page server's) used, as a share of one core: what
+watching adds to the run whatever else the machine does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
+import threading
 import time
 
 import torch
@@ -23,12 +27,26 @@ from unienv.viewer.live import Watch
 from unienv.viewer.server import Options, check
 
 
-def _steps_per_s(env, policy, seconds: float) -> float:
-    steps, start = 0, time.perf_counter()
+def _threads_cpu_s() -> float:
+    """CPU seconds used so far by the process's Python threads other than this one (the
+    watcher's and the page server's; the engine's own worker threads are not Python threads)."""
+    here = threading.get_ident()
+    total = 0.0
+    for thread in threading.enumerate():
+        if thread.ident is not None and thread.ident != here:
+            with contextlib.suppress(OSError, ValueError):  # it ended since
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    return total
+
+
+def _steps_per_s(env, policy, seconds: float) -> tuple[float, float]:
+    """Env steps per second, and the other Python threads' CPU seconds per second, both of wall time."""
+    steps, start, others = 0, time.perf_counter(), _threads_cpu_s()
     while time.perf_counter() - start < seconds:
         env.step(policy(None))
         steps += 1
-    return steps * env.num_envs / (time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    return steps * env.num_envs / wall, (_threads_cpu_s() - others) / wall
 
 
 # the camera a page announces on connecting: viser sends it frames, and acts on its clicks, after it
@@ -73,13 +91,20 @@ def main(argv=None) -> dict[str, float]:
     env.reset(seed=0)
     policy = make_policy("random", env)
     options = Options(port=args.port)
-    best = {"headless": 0.0, "watched, no page": 0.0, "watched, a page open": 0.0}
+    settings = ("headless", "watched, no page", "watched, a page open")
+    best = dict.fromkeys(settings, 0.0)
+    viewer_cpu = dict.fromkeys(settings, 0.0)  # the most the viewer's threads took in a round
+
+    def measure(setting: str) -> None:
+        rate, threads_cpu = _steps_per_s(env, policy, args.seconds)
+        best[setting], viewer_cpu[setting] = max(best[setting], rate), max(viewer_cpu[setting], threads_cpu)
+
     fps = 0.0
     for _ in range(args.rounds):
-        best["headless"] = max(best["headless"], _steps_per_s(env, policy, args.seconds))
+        measure("headless")
         watch = Watch(env, check(options, env.num_envs))
         try:
-            best["watched, no page"] = max(best["watched, no page"], _steps_per_s(env, policy, args.seconds))
+            measure("watched, no page")
             page = subprocess.Popen(
                 [sys.executable, "-m", "unienv.viewer", "--page", f"ws://127.0.0.1:{args.port}"]
                 + ["--seconds", str(args.seconds + 30.0)]
@@ -88,9 +113,8 @@ def main(argv=None) -> dict[str, float]:
             while not watch.viewer.watched and time.monotonic() < deadline:  # it starts and connects
                 time.sleep(0.1)
             frames, start = watch.frames, time.perf_counter()
-            rate = _steps_per_s(env, policy, args.seconds)
+            measure("watched, a page open")
             fps = max(fps, (watch.frames - frames) / (time.perf_counter() - start))
-            best["watched, a page open"] = max(best["watched, a page open"], rate)
             page.terminate()
             page.wait(timeout=60)
         finally:
@@ -101,9 +125,12 @@ def main(argv=None) -> dict[str, float]:
     )
     for name, rate in best.items():
         if rate:
-            print(f"  {name:22s} {rate:10.0f} env steps/s  {rate / best['headless']:.3f} of headless")
+            ratio, cpu = rate / best["headless"], 100 * viewer_cpu[name]
+            print(
+                f"  {name:22s} {rate:10.0f} env steps/s  {ratio:.3f} of headless  viewer {cpu:4.1f}% of a core"
+            )
     print(f"  frames sent to the page: {fps:.1f}/s of {len(options.envs) or 4} envs")
-    return best | {"frames_per_s": fps}
+    return best | {f"{name}, viewer cpu": share for name, share in viewer_cpu.items()} | {"frames_per_s": fps}
 
 
 if __name__ == "__main__":
