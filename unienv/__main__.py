@@ -114,10 +114,9 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def needs(task) -> tuple[str, ...]:
+def needs(task, model: mujoco.MjModel) -> tuple[str, ...]:
     """The backend features `task` needs: its `requires`, and `height_scan` (heightfield support)
-    where its scene has a heightfield."""
-    model = load_mjmodel(task.scene)
+    where its scene (compiled as `model`) has a heightfield."""
     terrain = (model.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD).any()
     return (*task.requires, "height_scan") if terrain else tuple(task.requires)
 
@@ -128,11 +127,12 @@ def list_tasks(out=sys.stdout) -> None:
     rows = [("task", "gym id", "action", "observation", "backends")]
     for name in TASKS:
         task = task_class(name)()
-        required = needs(task)
+        model = load_mjmodel(task.scene)
+        required = needs(task, model)
         runs = [
             b + (" (device=cpu)" if c.get("device") == "cpu" else "")
             for b, c in usable.items()
-            if all(c.get(f, False) for f in required)
+            if all(c.get(f, False) for f in required) and backends.BACKENDS[b].accepts(model, task.scene)
         ]
         rows.append(
             (

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from unienv.backends.base import load_mjmodel
 from unienv.dynamics.__main__ import resolve_scene, shipped_scenes
 from unienv.errors import UnknownNameError
 
@@ -63,8 +64,9 @@ def test_list_shows_terrain_tasks_only_on_backends_with_heightfields_and_mjwarp_
     from unienv import __main__ as command
     from unienv.tasks import task_class
 
-    assert "height_scan" in command.needs(task_class("quadruped_rough")())
-    assert "height_scan" not in command.needs(task_class("quadruped")())
+    rough, flat = task_class("quadruped_rough")(), task_class("quadruped")()
+    assert "height_scan" in command.needs(rough, load_mjmodel(rough.scene))
+    assert "height_scan" not in command.needs(flat, load_mjmodel(flat.scene))
     features = {"body_views": True, "contact_forces": True, "mj_fields": True, "height_scan": True}
     monkeypatch.setattr(
         command,
@@ -80,7 +82,38 @@ def test_list_shows_terrain_tasks_only_on_backends_with_heightfields_and_mjwarp_
     rows = {line.split()[0]: line for line in out.getvalue().splitlines()}
     assert rows["quadruped_rough"].endswith("mujoco, mjwarp (device=cpu)")
     assert rows["quadruped"].endswith("mujoco, genesis, mjwarp (device=cpu)")
+    assert rows["go1_velocity"].endswith("mujoco, genesis, mjwarp (device=cpu)")
+    assert rows["g1_velocity"].endswith(
+        "mujoco, mjwarp (device=cpu)"
+    )  # its contact pairs: Genesis refuses them
     assert "mjwarp: no CUDA GPU here; runs on the CPU with device=cpu" in out.getvalue()
+
+
+PAIRED = """<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
+<body><freejoint/><geom name="ball" size=".1"/></body></worldbody>{pairs}</mujoco>"""
+
+
+def test_genesis_scene_check_names_what_it_refuses_without_starting_genesis():
+    code = f"""
+import sys, mujoco
+from unienv.backends import BACKENDS
+from unienv.backends.genesis_checks import check_scene
+from unienv.errors import CapabilityError
+xml = {PAIRED!r}
+genesis = BACKENDS["genesis"]
+assert genesis.accepts(mujoco.MjModel.from_xml_string(xml.format(pairs="")), "ball")
+paired = mujoco.MjModel.from_xml_string(xml.format(pairs='<contact><pair geom1="floor" geom2="ball"/></contact>'))
+assert not genesis.accepts(paired, "ball") and BACKENDS["mujoco"].accepts(paired, "ball")
+try:
+    check_scene(paired, "ball")
+except CapabilityError as e:
+    assert "explicit contact pairs" in str(e) and "'ball'" in str(e), e
+else:
+    raise AssertionError("accepted")
+assert "genesis" not in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 def test_list_without_dm_control_names_the_dmc_tasks_and_their_install(monkeypatch):

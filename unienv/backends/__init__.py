@@ -26,7 +26,7 @@ from unienv.backends.base import (
     SimBackend,
 )
 from unienv.backends.check import check_backend
-from unienv.errors import install_command, unknown_name
+from unienv.errors import ArgumentError, CapabilityError, install_command, unknown_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,9 @@ class BackendEntry:
     cpu_check: str | None = None
     slow_build: bool = False  # its first scene build compiles kernels for minutes (tests mark it slow)
     raw_loop: str | None = None  # "module:function": the engine alone, for `unienv.bench`
+    # "module:function" (model, scene name) raising where the backend refuses the scene, without
+    # starting the engine (`unienv list`); None: its features are all it needs
+    scene_check: str | None = None
 
     @property
     def module(self) -> str:
@@ -60,6 +63,16 @@ class BackendEntry:
             return False
         return kind != "cpu" or self.cpu_check is None or bool(_resolve(self.cpu_check)())
 
+    def accepts(self, model: Any, scene: str) -> bool:
+        """Whether its scene check (where it has one) passes the compiled MuJoCo model of `scene`."""
+        if self.scene_check is None:
+            return True
+        try:
+            _resolve(self.scene_check)(model, scene)
+        except (ArgumentError, CapabilityError):
+            return False
+        return True
+
 
 BACKENDS: dict[str, BackendEntry] = {
     "mujoco": BackendEntry(
@@ -73,6 +86,7 @@ BACKENDS: dict[str, BackendEntry] = {
     "genesis": BackendEntry(
         "unienv.backends.genesis:GenesisBackend", "genesis", ("genesis",), ("cuda", "cpu"),
         slow_build=True, raw_loop="unienv.backends.genesis:raw_loop",
+        scene_check="unienv.backends.genesis_checks:check_scene",
     ),
 }  # fmt: skip
 """The one registry of backends: name -> entry. A new backend adds its module, one entry here,

@@ -72,8 +72,8 @@ MuJoCo model fields (mass with inertia, gainprm and biasprm for kp and kd), the
 values the backend reports; every env's values of the changed fields then go
 to Genesis's setters with the full env index, which needs no host read.
 
-Where the parts live: `genesis_scene` (what Genesis can simulate, its solver options, and
-where MuJoCo's bodies and geoms are among Genesis's links and geoms), `genesis_reads` (body
+Where the parts live: `genesis_checks` (what Genesis cannot simulate), `genesis_scene` (its
+solver options, and where MuJoCo's bodies and geoms are among Genesis's links and geoms), `genesis_reads` (body
 views, sensors and site Jacobians in MuJoCo's conventions), `genesis_dr` (the per-env field
 copies and their pushes to Genesis); this module holds the state, the step and the snapshots.
 """
@@ -101,11 +101,10 @@ from unienv.backends.base import (
     mujoco_warnings_as_python,
 )
 from unienv.backends.dr_rules import ModelDR
+from unienv.backends.genesis_checks import check_scene
 from unienv.backends.genesis_dr import GenesisDR, friction_problems
 from unienv.backends.genesis_reads import link_views, sensor_value, site_jacobian
 from unienv.backends.genesis_scene import (
-    check_actuators,
-    check_features,
     choose_integrator,
     force_range,
     map_layout,
@@ -217,8 +216,7 @@ class GenesisBackend(SimBackend):
             raise ArgumentError(f"precision: expected '32' or '64', got {precision!r}")
         self._mj = model = load_mjmodel(scene, sim_dt)
         self.info = SceneInfo.from_mjmodel(model)
-        check_actuators(model, self.info)
-        check_features(model, self.info, self.scene)
+        check_scene(model, self.scene)
         integrator, self._differences = choose_integrator(model, integrator, self.scene)
         self._dr = ModelDR(model, self.device, torch.float64)
         self._friction0 = torch.as_tensor(model.geom_friction, dtype=torch.float64, device=self.device)
