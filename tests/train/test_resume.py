@@ -111,7 +111,9 @@ def test_sigkill_loses_at_most_one_checkpoint_interval_and_another_runs_checkpoi
     assert status == -signal.SIGKILL
     done = len(curve(run_dir))  # metrics.json is rewritten, whole, after every iteration
     path, state = load_checkpoint(str(run_dir))  # the newest checkpoint is whole: written atomically
-    assert done - interval < state["iterations"] <= done and path == find_checkpoint(str(run_dir))
+    # metrics.json is written before the iteration's checkpoint: a kill between the two loses a
+    # whole interval, no more
+    assert done - interval <= state["iterations"] <= done and path == find_checkpoint(str(run_dir))
 
     again = tmp_path / "again"
     again.mkdir()
