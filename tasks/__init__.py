@@ -42,6 +42,7 @@ TASKS = {
     "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
     "g1_tracking": "unienv.tasks.g1_tracking:G1Tracking",
     "panda_lift": "unienv.tasks.panda_lift:PandaLift",
+    "panda_place": "unienv.tasks.panda_place:PandaPlace",
 }
 
 
@@ -91,7 +92,7 @@ POSITIVE_OPTIONS = {"episode_length_s", "max_angle", "rail", "action_scale", "ba
 POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
 POSITIVE_OPTIONS |= {"max_anchor_height_error", "max_anchor_gravity_error", "max_end_effector_height_error"}
 POSITIVE_OPTIONS |= {"success_tolerance", "reach_scale", "grasp_distance", "damping", "rotation_gain"}
-POSITIVE_OPTIONS |= {"max_distance", "adaptive_alpha"}
+POSITIVE_OPTIONS |= {"max_distance", "adaptive_alpha", "place_scale", "lifted_height"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale", "adaptive_uniform"}
 
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from unienv import robots
 from unienv.backends.scene import edit_spec, write_spec
+from unienv.errors import ArgumentError
 from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks.common import read_state, rotate
 
@@ -60,6 +61,11 @@ ARM = 7  # arm joints, then the two fingers, then the box's free joint
 # rad: the arm with the gripper site 12 cm above the table at (0.55, 0), pointing down (reached
 # from Menagerie's "home" through the task's own actions)
 READY = (0.0, 0.276, 0.0, -2.2217, 0.0, 2.4976, -0.7854)
+# the observation blocks of the arm and the box, which panda_place shares
+ARM_AND_CUBE = {
+    "joint_pos": ARM + 2, "joint_vel": ARM + 2, "gripper_opening": 1, "gripper_pos": 3,
+    "cube_to_gripper": 3, "cube_quat": 4, "cube_lin_vel": 3, "cube_ang_vel": 3,
+}  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -82,7 +88,22 @@ class PandaLiftOptions(TaskOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        self.cube_box = tuple(tuple(float(x) for x in corner) for corner in self.cube_box)
+        self.cube_box = corners(self.cube_box, "cube_box")
+
+
+def corners(box, name):
+    """An xy area's ((x_low, y_low), (x_high, y_high)) as floats (Hydra gives lists, perhaps of
+    ints); ArgumentError naming task.<name> unless it is two such corners, lows below highs."""
+    try:
+        (x0, y0), (x1, y1) = box
+        x0, y0, x1, y1 = map(float, (x0, y0, x1, y1))
+        if x0 < x1 and y0 < y1:
+            return (x0, y0), (x1, y1)
+    except (TypeError, ValueError):
+        pass
+    raise ArgumentError(
+        f"task.{name}: expected [[x_low, y_low], [x_high, y_high]], lows below highs, got {box!r}"
+    )
 
 
 def quat_error(xp, quat, goal):
@@ -95,13 +116,15 @@ def quat_error(xp, quat, goal):
     return 2.0 * xp.where(w[:, None] < 0, -v, v)
 
 
-def panda_scene():
-    """Menagerie's single-cube Panda scene with its mocap marker as a target-height plate."""
+def panda_scene(plate=True):
+    """Menagerie's single-cube Panda scene with its mocap marker as a target-height plate, or
+    (plate False) as it ships: a translucent red box of the box's size."""
     scene = robots.model_file("franka_emika_panda", "mjx_single_cube.xml")
     spec = edit_spec(scene)
     spec.body("box").first_joint().name = "box"  # unnamed in Menagerie's file: DR's init_state names it
-    marker = spec.body("mocap_target").geoms[0]
-    marker.size, marker.rgba = (0.1, 0.15, 0.002), (1.0, 0.2, 0.2, 0.3)
+    if plate:
+        marker = spec.body("mocap_target").geoms[0]
+        marker.size, marker.rgba = (0.1, 0.15, 0.002), (1.0, 0.2, 0.2, 0.3)
     for body in spec.body("link1").find_all("body"):  # the arm's links, hand and fingers
         body.gravcomp = 1.0
     spec.body("link1").gravcomp = 1.0
@@ -123,11 +146,7 @@ class PandaLift(Task):
         self.scene = panda_scene()
 
     def observation_blocks(self):
-        return {
-            "joint_pos": ARM + 2, "joint_vel": ARM + 2, "gripper_opening": 1, "gripper_pos": 3,
-            "cube_to_gripper": 3, "cube_quat": 4, "cube_lin_vel": 3, "cube_ang_vel": 3,
-            "target_height": 1, "height_to_target": 1,
-        }  # fmt: skip
+        return {**ARM_AND_CUBE, "target_height": 1, "height_to_target": 1}
 
     def setup(self, backend):
         super().setup(backend)
@@ -165,17 +184,17 @@ class PandaLift(Task):
         s["jac"] = xp.concat((xp.asarray(jacp)[:, :, :ARM], xp.asarray(jacr)[:, :, :ARM]), 1)
         return s
 
+    def arm_and_cube(self, s):
+        """The arrays of the ARM_AND_CUBE blocks, in their order."""
+        qpos, qvel = s["qpos"], s["qvel"]
+        return [
+            qpos[:, : ARM + 2], qvel[:, : ARM + 2], qpos[:, ARM : ARM + 1] + qpos[:, ARM + 1 : ARM + 2],
+            s["gripper"], qpos[:, ARM + 2 : ARM + 5] - s["gripper"], qpos[:, ARM + 5 :], qvel[:, ARM + 2 :],
+        ]  # fmt: skip
+
     def observe(self, s, memory):
-        qpos, qvel, target = s["qpos"], s["qvel"], memory["target"][:, 2:]
-        cube = qpos[:, ARM + 2 : ARM + 5]
-        return self.xp.concat(
-            (
-                qpos[:, : ARM + 2], qvel[:, : ARM + 2], qpos[:, ARM : ARM + 1] + qpos[:, ARM + 1 : ARM + 2],
-                s["gripper"], cube - s["gripper"], qpos[:, ARM + 5 :], qvel[:, ARM + 2 :],
-                target, target - cube[:, 2:],
-            ),
-            1,
-        )  # fmt: skip
+        target, height = memory["target"][:, 2:], s["qpos"][:, ARM + 4 : ARM + 5]
+        return self.xp.concat((*self.arm_and_cube(s), target, target - height), 1)
 
     def reward(self, s, prev, action, memory):
         xp, qpos = self.xp, s["qpos"]

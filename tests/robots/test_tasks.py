@@ -166,7 +166,7 @@ def test_genesis_refuses_what_it_would_simulate_wrongly(task):
 
 @pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
 @pytest.mark.parametrize(
-    "task", ["go1_velocity", "g1_velocity", "g1_tracking", "panda_lift", "leap_cube_rotate"]
+    "task", ["go1_velocity", "g1_velocity", "g1_tracking", "panda_lift", "panda_place", "leap_cube_rotate"]
 )
 def test_no_host_sync_per_step_on_mjwarp(task):
     env = unienv.make(task, backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)

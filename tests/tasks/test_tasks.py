@@ -85,6 +85,7 @@ CANNOT = {
     ("genesis", "g1_velocity_rough"): "hfield|contact pairs",
     ("genesis", "g1_tracking"): "contact pairs",  # the same G1
     ("genesis", "panda_lift"): "gravcomp",  # the Panda's arm is gravity compensated
+    ("genesis", "panda_place"): "gravcomp",  # the same Panda
 }
 
 
