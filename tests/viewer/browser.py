@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -45,7 +46,11 @@ def devtools(url: str, *, wait_s: float, size=(1024, 768)):
     with tempfile.TemporaryDirectory() as profile:
         args = [chromium(), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0"]
         args += [f"--window-size={size[0]},{size[1]}", url]
-        browser = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # its own process group: its renderer and helper processes outlive the main one and
+        # write into the profile, so the whole group ends before the profile is removed
+        browser = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             port_file = os.path.join(profile, "DevToolsActivePort")
             deadline = time.monotonic() + 30
@@ -70,8 +75,24 @@ def devtools(url: str, *, wait_s: float, size=(1024, 768)):
 
                 yield call
         finally:
-            browser.terminate()
-            browser.wait(timeout=10)
+            end_group(browser)
+
+
+def end_group(process: subprocess.Popen) -> None:
+    """Terminate process and every process of its group, and wait until the group is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)  # raises once no process of the group is left
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    time.sleep(0.2)
 
 
 def screenshot(url: str, path: str, *, wait_s: float = 20.0, size=(1024, 768)) -> None:
