@@ -58,6 +58,38 @@ def test_sync_vector_env_of_single_envs_matches_next_step(task, steps):
     sync.close()
 
 
+@pytest.mark.parametrize(
+    "task", ["hopper", "inverted_double_pendulum", "dmc_cheetah_run", "dmc_walker_walk", "panda_lift"]
+)
+def test_the_single_envs_own_step_gives_the_vector_steps_outputs(task):
+    """gymnasium.make's env steps by its one-env step (no episode sums, no autoreset), which
+    must hand out what the vector env's step gives at one env, bit for bit, through episode
+    ends and resets: a task with terminations, one with MuJoCo fields, DMC tasks reading
+    sensors (one substep and ten), one with a control hook and a goal."""
+    single = unienv.make_single(task, max_episode_steps=30)
+    vector = unienv.make(task, num_envs=1, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=30)
+    assert single._step == single.vector_env._step_one and vector._steps_as_one
+    np.testing.assert_array_equal(single.reset(seed=3)[0], vector.reset(seed=3)[0][0].numpy())
+    rng, ends = np.random.default_rng(0), 0
+    space = single.action_space
+    for _ in range(70):
+        action = rng.uniform(space.low, space.high).astype(space.dtype)
+        obs, reward, terminated, truncated, info = single.step(action)
+        obs_v, reward_v, terminated_v, truncated_v, info_v = vector.step(torch.from_numpy(action[None]))
+        np.testing.assert_array_equal(obs, obs_v[0].numpy())
+        assert (reward, terminated, truncated) == (reward_v.item(), terminated_v.item(), truncated_v.item())
+        assert {k: v for k, v in info.items() if k != "is_success"} == {
+            k: v.item() for k, v in info_v["reward_terms"].items()
+        }
+        assert info.get("is_success") == (info_v["is_success"].item() if "is_success" in info_v else None)
+        if terminated or truncated:
+            ends += 1
+            np.testing.assert_array_equal(single.reset()[0], vector.reset()[0][0].numpy())
+    assert ends >= 2  # the comparison went through resets
+    single.close()
+    vector.close()
+
+
 def test_next_step_restarts_are_not_stepped_and_score_nothing():
     """NEXT_STEP: the step that resets an env steps only the others (the engine is asked for
     their ids alone), and the reset env's reward and every reward term are 0."""

@@ -248,3 +248,37 @@ def test_sensor_reads_after_silent_steps_and_state_writes_are_at_the_state(tmp_p
         np.testing.assert_allclose(vel[row].numpy(), data.sensor("sole_vel").data, rtol=1e-9, atol=1e-9)
     assert touch.min() > 10.0 and vel[1, 0] > 1.0  # about 2 kg x 9.81; the slide
     backend.close()
+
+
+def test_sensors_read_every_one_substep_step_are_at_the_state(tmp_path):
+    """A step of one substep whose sensors are read after it computes them in the same batch
+    call (sensors on, mj_forward at the new state): each read equals mj_forward's at the state,
+    and the trajectory stays mj_step's, through the box's landing and a slide."""
+    path = tmp_path / "sliding_box.xml"
+    path.write_text(SLIDING_BOX)
+    model = mujoco.MjModel.from_xml_path(str(path))
+    backend = create("mujoco", str(path), 2, model.opt.timestep, nthread=1)
+    backend.materialize()
+    datas = [mujoco.MjData(model) for _ in range(2)]
+    views = backend.get_state_views()
+    for data, speed in zip(datas, (0.0, 1.5), strict=True):
+        data.qvel[0] = speed
+    backend.set_state_tensor(
+        [0, 1], views["qpos"].clone(), torch.from_numpy(np.stack([d.qvel for d in datas]))
+    )
+    for step in range(80):  # lands at about step 25
+        backend.step_tensor(torch.zeros(2, 0, dtype=torch.float64), 1)
+        touch, vel = backend.get_sensor_view("sole_touch"), backend.get_sensor_view("sole_vel")
+        for row, data in enumerate(datas):
+            mujoco.mj_step(model, data)
+            assert np.array_equal(views["qpos"][row].numpy(), data.qpos), step
+            fresh = copy.copy(data)
+            mujoco.mj_forward(model, fresh)
+            np.testing.assert_allclose(
+                touch[row].numpy(), fresh.sensor("sole_touch").data, rtol=1e-12, atol=1e-12
+            )
+            np.testing.assert_allclose(
+                vel[row].numpy(), fresh.sensor("sole_vel").data, rtol=1e-12, atol=1e-12
+            )
+    assert touch.min() > 10.0 and abs(float(vel[1, 0])) > 0.0  # resting on the sole; env 1 moved
+    backend.close()

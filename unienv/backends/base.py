@@ -103,6 +103,9 @@ class SimBackend(Randomization, Features, abc.ABC):
     """num_envs copies of one scene, stepped together; see the module docstring."""
 
     name: str = "abstract"
+    # step_unchecked takes a NumPy ctrl as it is (an engine whose state is in host arrays);
+    # elsewhere it is wrapped as a tensor first
+    takes_numpy_ctrl: bool = False
 
     def __init__(
         self,
@@ -127,6 +130,7 @@ class SimBackend(Randomization, Features, abc.ABC):
             randomize = (randomize,)
         self._requested_dr = tuple(randomize)
         self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
+        self._sensor_ids: dict[str, int] = {}  # get_sensor_view's ids by name, as found
 
     # bumped whenever the engine moves the memory its hot path uses (e.g. a model field made
     # per env on its first DR write): a CUDA graph recorded before then is stale
@@ -242,10 +246,12 @@ class SimBackend(Randomization, Features, abc.ABC):
         ctrl = checks.checked_rows(ctrl, "ctrl", self.num_envs, self.nu, self._dtype, self.device)
         self._step(self._inputs.ctrl(ctrl), checks.checked_nsteps(nsteps))
 
-    def step_unchecked(self, ctrl: torch.Tensor, nsteps: int, env_ids: torch.Tensor | None = None) -> None:
+    def step_unchecked(
+        self, ctrl: torch.Tensor | np.ndarray, nsteps: int, env_ids: torch.Tensor | None = None
+    ) -> None:
         """step_tensor without its argument checks, for a caller that made its arguments
-        itself: ctrl a finite (num_envs, nu) tensor in the backend's dtype on its device,
-        nsteps a positive int. The env's fast path on the CPU engine, where those checks
+        itself: ctrl a finite (num_envs, nu) tensor in the backend's dtype on its device (or a
+        C-contiguous NumPy array of that dtype on a CPU backend), nsteps a positive int. The env's fast path on the CPU engine, where those checks
         cost as much as a small model's physics; a wrong argument is undefined behaviour.
 
         env_ids (a sorted int64 tensor of distinct ids, or None: every env): the envs that need
@@ -253,6 +259,8 @@ class SimBackend(Randomization, Features, abc.ABC):
         quantities are then undefined until the caller writes their state, which it must
         (NEXT_STEP's resets: the env steps only the envs it does not restart)."""
         self._ready()
+        if ctrl.__class__ is np.ndarray and not self.takes_numpy_ctrl:
+            ctrl = torch.from_numpy(ctrl)
         if env_ids is None:
             self._step(ctrl, nsteps)
         else:

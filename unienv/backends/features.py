@@ -41,6 +41,7 @@ class Features(abc.ABC):
     device: torch.device
     info: SceneInfo
     _inputs: checks.HostInputs | checks.DeviceInputs
+    _sensor_ids: dict[str, int]
     # and SimBackend's methods: _ready, _check_open, _require, find, _finite_array
 
     def get_body_views(self, body_ids: Any) -> BodyViews:
@@ -52,7 +53,9 @@ class Features(abc.ABC):
     def get_sensor_view(self, name: str) -> torch.Tensor:
         """Live (num_envs, dim) view of the named sensor's output."""
         self._ready()
-        sensor = int(self.find("sensor", name)[0])
+        sensor = self._sensor_ids.get(name)
+        if sensor is None:  # found once per name (a task reads its sensors every step)
+            sensor = self._sensor_ids[name] = int(self.find("sensor", name)[0])
         self._require("sensors")
         return self._sensor_view(sensor)
 

@@ -46,7 +46,7 @@ to the model it simulates. Sensors run only where a reader can see them: the
 substeps before a step's last run with sensors disabled (`mjDSBL_SENSOR`), and
 the last one too until contact forces are first read (that first read computes
 them at the state) or when a sensor or field read wants the state's mj_forward,
-which then follows the substeps. The per-simulation flag is written only when
+which then follows the substeps (in the same call, sensors on, for a step of one substep). The per-simulation flag is written only when
 it changes, so a loop that reads no contact forces writes it once. Sensors
 change no state, so trajectories stay raw mujoco.batch's; models whose sensors
 keep a history run them every substep.
@@ -132,6 +132,7 @@ class MujocoBackend(SimBackend):
     """Batched MuJoCo on the CPU; see the module docstring."""
 
     name = "mujoco"
+    takes_numpy_ctrl = True  # the batch's ctrl rows are NumPy: a host array is copied in as it is
 
     def __init__(
         self,
@@ -192,6 +193,7 @@ class MujocoBackend(SimBackend):
             name: b.bind(name)
             for name in ("xpos", "xquat", "cvel", "subtree_com", "sensordata", "cfrc_ext", "site_xpos")
         }
+        self._sensordata = _writable(self._out["sensordata"])  # made once: a writable view costs 10 us
         self._root = m.body_rootid.astype(np.int64)
         # outputs bound after the reset are filled by the next batch call: the first derived read runs it
         self._fresh = _NONE  # the stage up to which derived outputs describe every env's state
@@ -225,8 +227,8 @@ class MujocoBackend(SimBackend):
     def _step_rows(self, ctrl: torch.Tensor, nsteps: int, ids: torch.Tensor) -> None:
         self._step(ctrl, nsteps, ids.numpy())  # Batch.step over those simulations alone
 
-    def _step(self, ctrl: torch.Tensor, nsteps: int, rows: np.ndarray | None = None) -> None:
-        self._ctrl[:] = ctrl.detach().numpy()
+    def _step(self, ctrl: torch.Tensor | np.ndarray, nsteps: int, rows: np.ndarray | None = None) -> None:
+        self._ctrl[:] = ctrl if ctrl.__class__ is np.ndarray else ctrl.detach().numpy()
         # derived quantities at the new state inside the step, if the caller reads them; not
         # with a wrench on, which cfrc_ext would include (it is cleared below)
         stage = _NONE if self._wrench_pending else self._wanted
@@ -237,6 +239,9 @@ class MujocoBackend(SimBackend):
         # once contact forces are read
         if self._disableflags is None:
             self._batch.step(rows, nstep=nsteps, stage=min(stage, _ACC))
+        elif stage == _SENSED and nsteps == 1:  # one substep: its sensors cost less than a second call
+            self._sensors(True)
+            self._batch.step(rows, nstep=1, stage=_ACC)
         elif stage == _SENSED:
             self._sensors(False)
             self._batch.step(rows, nstep=nsteps)
@@ -336,7 +341,7 @@ class MujocoBackend(SimBackend):
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
         self._refresh()
         adr, dim = int(self.info.sensor_adr[sensor_id]), int(self.info.sensor_dim[sensor_id])
-        return _writable(self._out["sensordata"])[:, adr : adr + dim]
+        return self._sensordata[:, adr : adr + dim]
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
         # the last substep's, as mj_step left them (no mj_forward), unless that substep had

@@ -43,6 +43,10 @@ class SingleEnv(gym.Env):
         self.observation_space = vector_env.single_observation_space
         self.render_mode = vector_env.render_mode
         self.metadata = {"render_modes": ["rgb_array"], "render_fps": vector_env.metadata["render_fps"]}
+        # the vector env's outputs in the task's namespace (NumPy on the CPU engine, where a
+        # torch round trip would cost more than a small model's physics), by its one-env step
+        # where it has one
+        self._step = vector_env._step_one if vector_env._steps_as_one else vector_env._step_arrays
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -50,10 +54,8 @@ class SingleEnv(gym.Env):
         return obs[0].cpu().numpy(), {}
 
     def step(self, action):
-        # the vector env's own checks, and its outputs in the task's namespace: NumPy on the CPU
-        # engine, where a torch round trip would cost more than a small model's physics
         action = np.asarray(action, dtype=self.action_space.dtype)[None]
-        obs, reward, terminated, truncated, info = self.vector_env._step_arrays(action)
+        obs, reward, terminated, truncated, info = self._step(action)  # the vector env's checks
         single = {k: float(v[0]) for k, v in info["reward_terms"].items()}
         if "is_success" in info:
             single["is_success"] = bool(info["is_success"][0])

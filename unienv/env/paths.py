@@ -196,7 +196,7 @@ class HostNumpyPath(HostPath):
         """Step every env but the `held` ones (NEXT_STEP's restarts, whose step is a reset)."""
         check_task_output(self.task, "action_to_ctrl", "ctrl", ctrl, (self.num_envs, self.backend.nu))
         ids = torch.from_numpy(np.flatnonzero(~held)) if np.count_nonzero(held) else None
-        self.backend.step_unchecked(torch.from_numpy(ctrl), self.decimation, ids)
+        self.backend.step_unchecked(ctrl, self.decimation, ids)
 
     def write_state(self, selection: Selection, qpos: np.ndarray, qvel: np.ndarray) -> None:
         n = len(selection.env_ids)
