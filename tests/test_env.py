@@ -15,6 +15,7 @@ import unienv
 from tests.contract.conftest import MJWARP_DEVICE
 from unienv.backends import create
 from unienv.env import UniEnv
+from unienv.env.forms import step_one, steps_as_one
 from unienv.errors import ArgumentError
 from unienv.tasks.hopper import Hopper
 
@@ -68,7 +69,7 @@ def test_the_single_envs_own_step_gives_the_vector_steps_outputs(task):
     sensors (one substep and ten), one with a control hook and a goal."""
     single = unienv.make_single(task, max_episode_steps=30)
     vector = unienv.make(task, num_envs=1, autoreset_mode=AutoresetMode.DISABLED, max_episode_steps=30)
-    assert single._step == single.vector_env._step_one and vector._steps_as_one
+    assert single._step.func is step_one and steps_as_one(vector)
     np.testing.assert_array_equal(single.reset(seed=3)[0], vector.reset(seed=3)[0][0].numpy())
     rng, ends = np.random.default_rng(0), 0
     space = single.action_space

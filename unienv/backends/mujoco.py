@@ -229,14 +229,12 @@ class MujocoBackend(SimBackend):
 
     def _step(self, ctrl: torch.Tensor | np.ndarray, nsteps: int, rows: np.ndarray | None = None) -> None:
         self._ctrl[:] = ctrl if ctrl.__class__ is np.ndarray else ctrl.detach().numpy()
-        # derived quantities at the new state inside the step, if the caller reads them; not
-        # with a wrench on, which cfrc_ext would include (it is cleared below)
+        # the stage read since the last step, at the new state (none with a wrench on: cfrc_ext)
         stage = _NONE if self._wrench_pending else self._wanted
-        # sensors (the hidden one makes MuJoCo compute cfrc_ext) run only where a reader sees
-        # them, elsewhere they cost reach 9% and cartpole 4% of their physics: at the new state
-        # for a sensor or field read (mj_forward after silent substeps: 0.2-1.6% cheaper than a
-        # last substep with sensors on, measured at the same states); else in the last substep
-        # once contact forces are read
+        # sensors (the hidden one makes MuJoCo compute cfrc_ext; reach 9%, cartpole 4% of the
+        # physics) run only where read: at the new state for a sensor or field read (a forward
+        # after silent substeps, 0.2-1.6% cheaper than sensors on in the last), else in the last
+        # substep once contact forces are read
         if self._disableflags is None:
             self._batch.step(rows, nstep=nsteps, stage=min(stage, _ACC))
         elif stage == _SENSED and nsteps == 1:  # one substep: its sensors cost less than a second call
@@ -340,13 +338,12 @@ class MujocoBackend(SimBackend):
 
     def _sensor_view(self, sensor_id: int) -> torch.Tensor:
         self._refresh()
-        adr, dim = int(self.info.sensor_adr[sensor_id]), int(self.info.sensor_dim[sensor_id])
-        return self._sensordata[:, adr : adr + dim]
+        adr = int(self.info.sensor_adr[sensor_id])
+        return self._sensordata[:, adr : adr + int(self.info.sensor_dim[sensor_id])]
 
     def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
-        # the last substep's, as mj_step left them (no mj_forward), unless that substep had
-        # a wrench on, which cfrc_ext includes, or ran without sensors (no read before it):
-        # then those at the state, without the wrench
+        # the last substep's (no mj_forward), unless it had a wrench on (which cfrc_ext includes)
+        # or ran without sensors (no read before it): then those at the state, without the wrench
         if self._pushed or not self._contacts_read:
             self._contacts_read = True
             self._refresh()

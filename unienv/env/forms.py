@@ -3,6 +3,7 @@ plain `gymnasium.Env` (what `gymnasium.make("unienv/<Task>-v0")` returns)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -10,6 +11,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
+from unienv.env.vector import UniEnv, record_success
 from unienv.errors import ArgumentError
 from unienv.utils.arrays import to_numpy
 
@@ -46,7 +48,9 @@ class SingleEnv(gym.Env):
         # the vector env's outputs in the task's namespace (NumPy on the CPU engine, where a
         # torch round trip would cost more than a small model's physics), by its one-env step
         # where it has one
-        self._step = vector_env._step_one if vector_env._steps_as_one else vector_env._step_arrays
+        self._step = (
+            functools.partial(step_one, vector_env) if steps_as_one(vector_env) else vector_env._step_arrays
+        )
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -67,6 +71,44 @@ class SingleEnv(gym.Env):
 
     def close(self):
         self.vector_env.close()
+
+
+def steps_as_one(env: UniEnv) -> bool:
+    """Whether `step_one` serves this env: one env on the CPU engine with a NumPy task, state
+    observations, no DR and no action repeat (what `gymnasium.make` builds)."""
+    return (
+        env.num_envs == 1
+        and env._path.namespace == "numpy"
+        and env.dr is None
+        and env.action_repeat == 1
+        and env._observer.single_observation_space is None
+    )
+
+
+def step_one(env: UniEnv, actions):
+    """`UniEnv._step` for the single env (where `steps_as_one`): the same physics and the
+    task's same calls in the same order, so the same outputs bit for bit, without what only a
+    vector of envs needs: the episode sums and stats (a single env's caller keeps its own) and
+    the autoreset (a single env has none). The task's arrays are (1, ...)."""
+    path, task, backend = env._path, env.task, env.backend
+    actions, info = path.checked_actions(env._checked_actions(actions))
+    before, memory = env._reading, env._memory
+    ctrl = task.control(actions, before, memory)
+    path.physics_step(ctrl, env._pending_reset)
+    env._midway = True
+    reading = task.read(backend)
+    reward, terms = task.reward(reading, before, actions, memory)
+    terminated = task.terminated(reading, memory)
+    env._memory = memory = task.remember(reading, actions, memory)
+    env._reading = reading
+    record_success(task, reading, memory, info, env._everyone)
+    env._length += 1
+    truncated = env._length >= env.max_episode_steps
+    obs = env._xp.astype(task.observe(reading, memory), env._obs_dtype)
+    obs, reward, terms, truncated = env._end_diverged(obs, reward, terms, truncated, info)
+    info["reward_terms"] = terms
+    env._midway = False
+    return obs, reward, terminated, truncated, info
 
 
 def _host(x) -> np.ndarray:

@@ -82,7 +82,7 @@ from unienv.utils.arrays import to_numpy
 from unienv.utils.random import EnvRandom
 
 
-def _goal(task: Task, reading: dict, memory: dict, info: dict, everyone: Any) -> None:
+def record_success(task: Task, reading: dict, memory: dict, info: dict, everyone: Any) -> None:
     """The task's success at this step (`Task.success`) into info["is_success"], for a task
     with a goal; the episode stats take it from there."""
     success = task.success(reading, memory)
@@ -284,8 +284,7 @@ class UniEnv(VectorEnv):
         return self._observer.outputs(*self._path.run(self._step, self._checked_actions(actions)))
 
     def _step_arrays(self, actions):
-        """step, with outputs in the task's namespace (NumPy arrays on the CPU engine with a
-        NumPy task, which the single env returns as they are: no conversion there and back)."""
+        """step, its outputs in the task's namespace (NumPy on the CPU engine with a NumPy task)."""
         return self._observer.outputs(*self._path.run_arrays(self._step, self._checked_actions(actions)))
 
     def _checked_actions(self, actions):
@@ -326,7 +325,7 @@ class UniEnv(VectorEnv):
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
             self._reading = before = path.keep(self._reading, reading)
         reward, terms, terminated = outcome
-        _goal(task, reading, self._memory, info, self._everyone)
+        record_success(task, reading, self._memory, info, self._everyone)
         self._observer.after_step(self._memory)
         self._length += 1
         truncated = self._length >= self.max_episode_steps
@@ -337,54 +336,15 @@ class UniEnv(VectorEnv):
         return obs, reward, terminated, truncated
 
     def _end_diverged(self, obs, reward, terms: dict, truncated, info: dict):
-        """Never hand out a diverged state: the envs whose physics diverged in this step end
-        their episode (truncated) with obs, reward and its terms 0, flagged in info."""
-        path, xp = self._path, self._xp
-        diverged = path.array(self.backend.pop_diverged())
-        if path.any(diverged):
+        """Never hand out a diverged state: those envs end (truncated), obs and rewards 0, in info."""
+        xp, diverged = self._xp, self._path.array(self.backend.pop_diverged())
+        if self._path.any(diverged):
             truncated = truncated | diverged
             reward = xp.where(diverged, 0.0, reward)
             terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
             obs = xp.where(diverged[:, None], 0.0, obs)
             info["diverged"], info["_diverged"] = diverged, diverged
         return obs, reward, terms, truncated
-
-    @property
-    def _steps_as_one(self) -> bool:
-        """Whether `_step_one` serves this env: one env on the CPU engine with a NumPy task,
-        state observations, no DR and no action repeat (what `gymnasium.make` builds)."""
-        return (
-            self.num_envs == 1
-            and self._path.namespace == "numpy"
-            and self.dr is None
-            and self.action_repeat == 1
-            and self._observer.single_observation_space is None
-        )
-
-    def _step_one(self, actions):
-        """`_step` for the single env (`SingleEnv`, where `_steps_as_one`): the same physics
-        and the task's same calls in the same order, so the same outputs bit for bit, without
-        what only a vector of envs needs: the episode sums and stats (a single env's caller
-        keeps its own) and the autoreset (a single env has none). The task's arrays (1, ...)."""
-        path, task, backend = self._path, self.task, self.backend
-        actions, info = path.checked_actions(self._checked_actions(actions))
-        before, memory = self._reading, self._memory
-        ctrl = task.control(actions, before, memory)
-        path.physics_step(ctrl, self._pending_reset)
-        self._midway = True
-        reading = task.read(backend)
-        reward, terms = task.reward(reading, before, actions, memory)
-        terminated = task.terminated(reading, memory)
-        self._memory = memory = task.remember(reading, actions, memory)
-        self._reading = reading
-        _goal(task, reading, memory, info, self._everyone)
-        self._length += 1
-        truncated = self._length >= self.max_episode_steps
-        obs = self._xp.astype(task.observe(reading, memory), self._obs_dtype)
-        obs, reward, terms, truncated = self._end_diverged(obs, reward, terms, truncated, info)
-        info["reward_terms"] = terms
-        self._midway = False
-        return obs, reward, terminated, truncated, info
 
     def _autoreset_same_step(self, obs, reward, terminated, truncated, info):
         """Done envs start anew now; their last obs goes to info["final_obs"]."""
