@@ -403,3 +403,20 @@ def test_cost_command_measures_each_setting_by_wall_and_cpu_time(capsys):
     assert result["headless, viewer cpu"] == 0  # no viewer threads exist then
     assert 0 < result["watched, a page open, viewer cpu"] < 1  # the frames' reads and sends, within a core
     assert "% of a core" in capsys.readouterr().out
+
+
+def test_a_ctrl_c_during_the_first_reset_closes_the_page(quadruped, monkeypatch):
+    """play's page starts before its first reset; a Ctrl-C there (a user, or a test that sends
+    SIGINT as soon as the URL is printed) closes the page's server too: its port is free after."""
+    from unienv.viewer.live import play
+
+    port = free_port()
+
+    def interrupted(**_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(quadruped, "reset", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        play(quadruped, make_policy("random", quadruped), check(Options(port=port), quadruped.num_envs))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # OSError if the server still listened

@@ -46,11 +46,11 @@ def play(
     """Step env under policy with the page's controls until Ctrl-C, `stop` is set or `steps` env
     steps are done (for tests); returns the steps done. `title` heads the status line."""
     viewer = Viewer(env, options)
-    ids = torch.as_tensor(viewer.env_ids, device=env.device)
-    obs, _ = env.reset(seed=seed)
     done_steps, episodes, returns, command = 0, 0, [], None
     last_frame = 0.0
-    try:
+    try:  # from the page's start on: a Ctrl-C during the first reset must close it too
+        ids = torch.as_tensor(viewer.env_ids, device=env.device)
+        obs, _ = env.reset(seed=seed)
         while (steps is None or done_steps < steps) and not (stop is not None and stop.is_set()):
             start = time.perf_counter()
             if viewer.take_reset():
