@@ -251,8 +251,9 @@ class SimBackend(Randomization, Features, abc.ABC):
     ) -> None:
         """step_tensor without its argument checks, for a caller that made its arguments
         itself: ctrl a finite (num_envs, nu) tensor in the backend's dtype on its device (or a
-        C-contiguous NumPy array of that dtype on a CPU backend), nsteps a positive int. The env's fast path on the CPU engine, where those checks
-        cost as much as a small model's physics; a wrong argument is undefined behaviour.
+        NumPy array of that dtype on a CPU backend), nsteps a positive int. The env's fast path
+        on the CPU engine, where those checks cost as much as a small model's physics; a wrong
+        argument is undefined behaviour.
 
         env_ids (a sorted int64 tensor of distinct ids, or None: every env): the envs that need
         the physics. An engine that can step a subset holds the others still; their derived

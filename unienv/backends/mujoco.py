@@ -46,8 +46,9 @@ to the model it simulates. Sensors run only where a reader can see them: the
 substeps before a step's last run with sensors disabled (`mjDSBL_SENSOR`), and
 the last one too until contact forces are first read (that first read computes
 them at the state) or when a sensor or field read wants the state's mj_forward,
-which then follows the substeps (in the same call, sensors on, for a step of one substep). The per-simulation flag is written only when
-it changes, so a loop that reads no contact forces writes it once. Sensors
+which then follows the substeps (in the same call, sensors on, for a step of one
+substep). The per-simulation flag is written only when it changes, so a loop
+that reads no contact forces writes it once. Sensors
 change no state, so trajectories stay raw mujoco.batch's; models whose sensors
 keep a history run them every substep.
 `get_mj_field` (capability mj_fields) serves copies of other derived MjData
