@@ -420,3 +420,26 @@ def test_a_ctrl_c_during_the_first_reset_closes_the_page(quadruped, monkeypatch)
         play(quadruped, make_policy("random", quadruped), check(Options(port=port), quadruped.num_envs))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", port))  # OSError if the server still listened
+
+
+def test_a_ctrl_c_in_play_ends_its_loop_after_the_step_and_closes_the_page(quadruped):
+    """A Ctrl-C while play runs (here raised inside the policy's call, in the main thread) ends
+    the loop after that step instead of raising inside the page's server calls; play returns
+    its steps, the page's port is free, and Ctrl-C's own handler is back."""
+    import signal
+
+    from unienv.viewer.live import play
+
+    port, random_policy, calls = free_port(), make_policy("random", quadruped), []
+
+    def policy(obs):
+        calls.append(1)
+        if len(calls) == 3:
+            signal.raise_signal(signal.SIGINT)
+        return random_policy(obs)
+
+    before = signal.getsignal(signal.SIGINT)
+    steps = play(quadruped, policy, check(Options(port=port), quadruped.num_envs))
+    assert steps == 3 and signal.getsignal(signal.SIGINT) is before
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # OSError if the server still listened

@@ -19,7 +19,9 @@ the task and options the file names, in real time. A newer click replaces the pl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import threading
 import time
 
@@ -45,13 +47,40 @@ def play(
 ) -> int:
     """Step env under policy with the page's controls until Ctrl-C, `stop` is set or `steps` env
     steps are done (for tests); returns the steps done. `title` heads the status line."""
+    stop = threading.Event() if stop is None else stop
+    with _ctrl_c_sets(stop):
+        return _play(env, policy, options, seed, steps, stop, title)
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(stop: threading.Event):
+    """In the main thread, a first Ctrl-C sets `stop` (the loop ends after its step and closes
+    the page) instead of raising wherever the loop is: a KeyboardInterrupt inside the page's
+    server calls could leave it holding a lock its shutdown waits for. A second Ctrl-C raises."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def first(signum, frame):
+        stop.set()
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _play(env, policy, options: Options, seed, steps, stop: threading.Event, title: str) -> int:
     viewer = Viewer(env, options)
     done_steps, episodes, returns, command = 0, 0, [], None
     last_frame = 0.0
     try:  # from the page's start on: a Ctrl-C during the first reset must close it too
         ids = torch.as_tensor(viewer.env_ids, device=env.device)
         obs, _ = env.reset(seed=seed)
-        while (steps is None or done_steps < steps) and not (stop is not None and stop.is_set()):
+        while (steps is None or done_steps < steps) and not stop.is_set():
             start = time.perf_counter()
             if viewer.take_reset():
                 obs, _ = env.reset(seed=seed)
