@@ -187,7 +187,10 @@ def _serve_page(args, cwd, stop=True):
     import signal
     import urllib.request
 
-    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    environ = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # a hung run's SIGABRT prints every thread's stack
+    process = subprocess.Popen(
+        args, cwd=cwd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     lines = []
     for line in process.stdout:
         lines.append(line)
@@ -197,7 +200,14 @@ def _serve_page(args, cwd, stop=True):
     page = urllib.request.urlopen(url, timeout=30).read(200)
     if stop:
         process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=300)
+    try:
+        out, err = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        out, err = process.communicate(timeout=60)
+        pytest.fail(
+            f"{args[1]} did not end within 300 s; its threads:\n{err.split('Extension modules')[0][-8000:]}"
+        )
     return page, "".join(lines) + out, err, process.returncode
 
 
