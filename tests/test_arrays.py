@@ -1,6 +1,10 @@
 """The two array namespaces tasks compute in (unienv.utils.arrays) agree, and NumPy draws come from the
 same per-env random streams as torch draws (unienv.utils.random)."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -64,6 +68,31 @@ def test_numpy_draws_are_the_torch_streams():
         assert np.array_equal(a.integers((5,), 2, 9), b.integers((5,), 2, 9).numpy())
         np.testing.assert_allclose(a.normal((4,)), b.normal((4,)).numpy(), rtol=0, atol=1e-15)
     assert torch.equal(with_numpy._counts, with_torch._counts)
+
+
+_DRAW_NORMALS = (
+    "import numpy as np; from unienv.utils.random import EnvRandom; r = EnvRandom(64); r.seed(11); "
+    "print(r.for_envs(np.arange(64)).normal((500,)).tobytes().hex())"
+)
+
+
+def test_numpy_normal_draws_do_not_depend_on_numpys_simd_kernels():
+    """A NumPy normal draw gives the same bits with every SIMD kernel NumPy could pick on this CPU
+    turned off (NPY_DISABLE_CPU_FEATURES): NumPy's AVX-512 log1p and cos round otherwise than its
+    others, and a chaotic task (half_cheetah) turns that last bit of its start into another
+    episode. On a CPU without AVX-512 both runs take the same kernels; on one with it, this fails
+    where the draw goes through NumPy's log1p and cos."""
+    umath = (np._core if hasattr(np, "_core") else np.core)._multiarray_umath  # NumPy 2 or 1.26
+    dispatched = " ".join(f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f))
+    runs = []
+    for disabled in ("", dispatched):
+        environ = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
+        done = subprocess.run(
+            [sys.executable, "-c", _DRAW_NORMALS], env=environ, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(done.stdout.strip())
+    assert runs[0] == runs[1] and len(runs[0]) == 64 * 500 * 16
 
 
 def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():

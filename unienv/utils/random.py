@@ -22,6 +22,8 @@ seed and history alone.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -149,8 +151,12 @@ class Sampler:
     def normal(self, shape: tuple[int, ...], mean=0.0, std=1.0, dtype=None):
         """Gaussian by the Box-Muller transform."""
         xp, u = self._xp, self.uniform((2, *shape))
-        radius = xp.sqrt(-2.0 * xp.log1p(-u[:, 0]))
-        return xp.astype(mean + std * (radius * xp.cos(2.0 * xp.pi * u[:, 1])), _or(dtype, xp.float64))
+        return xp.astype(mean + std * self._box_muller(u[:, 0], u[:, 1]), _or(dtype, xp.float64))
+
+    def _box_muller(self, u, v):
+        """Standard normals from uniforms u, v on [0, 1)."""
+        xp = self._xp
+        return xp.sqrt(-2.0 * xp.log1p(-u)) * xp.cos(2.0 * xp.pi * v)
 
     def integers(self, shape: tuple[int, ...], low: int, high: int):
         """Integers uniform on [low, high)."""
@@ -185,6 +191,18 @@ class NumpySampler(Sampler):
 
     def _unit(self, count: int) -> np.ndarray:
         return (self._bits(count) & _LOW53_U) * (2.0**-53)  # uint64 times a float: float64
+
+    def _box_muller(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Sampler._box_muller by the C library's scalar log1p and cos, not NumPy's: NumPy's
+        AVX-512 versions (SVML) round some results otherwise than its others do, and a chaotic
+        episode (half_cheetah's) turns one last bit of its start into another trajectory within
+        60 steps. The C library's give the same numbers on every x86-64 machine."""
+        return np.sqrt(-2.0 * _scalar(math.log1p, -u)) * _scalar(math.cos, 2.0 * np.pi * v)
+
+
+def _scalar(f, x: np.ndarray) -> np.ndarray:
+    """f (a `math` function) of each element of the float64 array x."""
+    return np.fromiter(map(f, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
 
 
 _LOW53_U = np.uint64(_LOW53)
