@@ -71,25 +71,26 @@ def test_every_installed_case_is_recorded():
     assert not missing, f"record them with `python -m tests.golden --write`: {missing[:5]}"
 
 
-@pytest.mark.parametrize("coretype", ["Haswell", "Prescott"])
-def test_cases_hold_under_other_blas_kernels(coretype):
-    """The BLAS kernel (OpenBLAS picks one for the CPU; OPENBLAS_CORETYPE forces another) changes
-    only the last bits of the tasks' small matrix products: the quadruped's and the reacher's
-    cases, whose observations and rewards rotate vectors, still match."""
+KERNEL_CHOICES = [  # (variable, value, tasks): another kernel than this CPU's default, and tasks it reaches
+    ("OPENBLAS_CORETYPE", "Haswell", ("quadruped", "reacher")),
+    ("OPENBLAS_CORETYPE", "Prescott", ("quadruped", "reacher")),
+    ("ATEN_CPU_CAPABILITY", "default", ("half_cheetah",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "tasks"), KERNEL_CHOICES, ids=[f"{v}={x}" for v, x, _ in KERNEL_CHOICES]
+)
+def test_cases_hold_under_other_kernels(variable, value, tasks):
+    """Another machine's kernels change only the last bits: OpenBLAS's (it picks one for the CPU;
+    OPENBLAS_CORETYPE forces another) in the tasks' small matrix products, whose observations and
+    rewards rotate vectors (the quadruped's, the reacher's); torch's (ATEN_CPU_CAPABILITY) in DR's
+    draws, which half_cheetah's chaotic episodes would turn into another trajectory if they reached
+    its start states beyond the last bits."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.golden",
-            "--json",
-            "--backend",
-            "mujoco",
-            "--task",
-            "quadruped",
-            "reacher",
-        ],
+        [sys.executable, "-m", "tests.golden", "--json", "--backend", "mujoco", "--task", *tasks],
         cwd=ROOT,
-        env={**os.environ, "OPENBLAS_CORETYPE": coretype},
+        env={**os.environ, variable: value},
         capture_output=True,
         text=True,
         timeout=600,
@@ -97,7 +98,7 @@ def test_cases_hold_under_other_blas_kernels(coretype):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     records = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(records) == 12
+    assert len(records) == 6 * len(tasks)
     for k, record in records.items():
         assert difference(record, STORED[k]) is None, (k, difference(record, STORED[k]))
 
