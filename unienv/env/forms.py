@@ -11,7 +11,6 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
-from unienv.env.checks import checked_seed
 from unienv.env.vector import UniEnv, record_success
 from unienv.errors import ArgumentError
 from unienv.utils.arrays import to_numpy
@@ -55,8 +54,6 @@ class SingleEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        if options is None and isinstance(self._step, functools.partial):  # where it steps as one
-            return reset_one(self.vector_env, seed), {}
         obs, info = self.vector_env.reset(seed=seed, options=options)
         return obs[0].cpu().numpy(), {}
 
@@ -112,31 +109,6 @@ def step_one(env: UniEnv, actions):
     info["reward_terms"] = terms
     env._midway = False
     return obs, reward, terminated, truncated, info
-
-
-def reset_one(env: UniEnv, seed: int | None) -> np.ndarray:
-    """`UniEnv.reset` without options for the single env (where `steps_as_one`): the same draws,
-    writes and task calls in the same order, so the same state and first observation bit for
-    bit, without the vector's masks and its episode sums (as `step_one`); returns the one env's
-    observation."""
-    env._check_open("reset")
-    if seed is not None:
-        env._random.seed(checked_seed(seed))
-    path, task, everyone = env._path, env.task, env._everyone
-    selection = path.select(everyone)
-    if env._reading is not None:  # what carries across episodes (a curriculum)
-        task.on_reset(everyone, env._reading, env._memory)
-    qpos, qvel = task.reset_state(selection.env_ids, selection.rng)
-    memory = task.reset_memory(selection.rng)
-    path.write_state(selection, qpos, qvel)
-    env._memory = memory = path.write_memory(selection, env._memory, memory)
-    pose = task.mocap_pose(memory) if env._mocap else None
-    if pose is not None:
-        path.write_mocap(selection, pose)
-    env._length[:], env._start[:] = 0, path.now()
-    env._reading = reading = task.read(env.backend)
-    env._pending_reset[:], env._midway = False, False
-    return env._xp.astype(task.observe(reading, memory), env._obs_dtype)[0]
 
 
 def _host(x) -> np.ndarray:
