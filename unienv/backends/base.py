@@ -103,9 +103,9 @@ class SimBackend(Randomization, Features, abc.ABC):
     """num_envs copies of one scene, stepped together; see the module docstring."""
 
     name: str = "abstract"
-    # step_unchecked takes a NumPy ctrl as it is (an engine whose state is in host arrays);
-    # elsewhere it is wrapped as a tensor first
-    takes_numpy_ctrl: bool = False
+    # the unchecked entries take NumPy arrays as they are (an engine whose state is in host
+    # arrays); elsewhere they are wrapped as tensors first
+    takes_numpy: bool = False
 
     def __init__(
         self,
@@ -260,7 +260,7 @@ class SimBackend(Randomization, Features, abc.ABC):
         quantities are then undefined until the caller writes their state, which it must
         (NEXT_STEP's resets: the env steps only the envs it does not restart)."""
         self._ready()
-        if ctrl.__class__ is np.ndarray and not self.takes_numpy_ctrl:
+        if ctrl.__class__ is np.ndarray and not self.takes_numpy:
             ctrl = torch.from_numpy(ctrl)
         if env_ids is None:
             self._step(ctrl, nsteps)
@@ -270,8 +270,11 @@ class SimBackend(Randomization, Features, abc.ABC):
     def set_state_unchecked(self, env_ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """set_state_tensor without its argument checks, for a caller that made its
         arguments itself: env_ids a sorted int64 tensor of distinct ids, qpos (len(ids), nq)
-        and qvel (len(ids), nv) finite, in the backend's dtype on its device."""
+        and qvel (len(ids), nv) finite, in the backend's dtype on its device; or all three
+        NumPy arrays, on a CPU backend."""
         self._ready()
+        if env_ids.__class__ is np.ndarray and not self.takes_numpy:
+            env_ids, qpos, qvel = torch.from_numpy(env_ids), torch.from_numpy(qpos), torch.from_numpy(qvel)
         if len(env_ids):
             self._set_state(env_ids, qpos, qvel)
 
@@ -316,6 +319,12 @@ class SimBackend(Randomization, Features, abc.ABC):
         that were handed a non-finite ctrl or state on a sync_free backend."""
         self._ready()
         return self._inputs.diverged(self._pop_diverged())
+
+    def pop_diverged_host(self) -> np.ndarray | None:
+        """pop_diverged as a NumPy mask, or None where no env diverged: the env's step on a
+        backend whose host reads are free, whose usual step then makes no array."""
+        self._ready()
+        return self._pop_diverged_host()
 
     # ---- snapshots ----------------------------------------------------------
 
@@ -413,6 +422,11 @@ class SimBackend(Randomization, Features, abc.ABC):
 
     @abc.abstractmethod
     def _set_physics_state(self, ids: torch.Tensor, state: torch.Tensor) -> None: ...
+
+    def _pop_diverged_host(self) -> np.ndarray | None:
+        """Engines with a cheaper test that no env diverged override this."""
+        diverged = self._inputs.diverged(self._pop_diverged()).cpu().numpy()
+        return diverged if diverged.any() else None
 
     def _pop_diverged(self) -> torch.Tensor:
         s = self._state_views()

@@ -105,6 +105,11 @@ _HIDDEN_SENSOR = "_unienv_cfrc"
 _UNSTABLE = slice(int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQACC) + 1)
 
 
+def _host(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """x as a NumPy array (a CPU tensor's memory shared)."""
+    return x if x.__class__ is np.ndarray else x.detach().numpy()
+
+
 def _writable(array: np.ndarray) -> torch.Tensor:
     """A torch view of a batch output (read-only in NumPy, refreshed by each call)."""
     view = array.view()
@@ -133,7 +138,7 @@ class MujocoBackend(SimBackend):
     """Batched MuJoCo on the CPU; see the module docstring."""
 
     name = "mujoco"
-    takes_numpy_ctrl = True  # the batch's ctrl rows are NumPy: a host array is copied in as it is
+    takes_numpy = True  # the batch's rows are NumPy: host arrays are copied in as they are
 
     def __init__(
         self,
@@ -310,24 +315,30 @@ class MujocoBackend(SimBackend):
         return self._unstable_warnings.sum(1)
 
     def _pop_diverged(self) -> torch.Tensor:
+        diverged = self._pop_diverged_host()
+        return torch.from_numpy(np.zeros(self.num_envs, dtype=bool) if diverged is None else diverged)
+
+    def _pop_diverged_host(self) -> np.ndarray | None:
         # the counters only grow between resets: an unchanged total means no env was reset
         total = int(self._unstable_warnings.sum())
         if total == self._unstable_total:
-            return torch.from_numpy(np.zeros(self.num_envs, dtype=bool))
+            return None
         counts = self._unstable_counts()
         reset_by_mujoco = counts > self._unstable
         self._unstable, self._unstable_total = counts, total
-        return torch.from_numpy(reset_by_mujoco)  # MuJoCo never leaves a non-finite state
+        return reset_by_mujoco if reset_by_mujoco.any() else None  # MuJoCo never leaves a non-finite state
 
-    def _set_state(self, ids: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        rows, b = ids.numpy(), self._batch
+    def _set_state(
+        self, ids: torch.Tensor | np.ndarray, qpos: torch.Tensor | np.ndarray, qvel: torch.Tensor | np.ndarray
+    ) -> None:
+        rows, b = _host(ids), self._batch
         if self._reset_by_row:
             b.state[rows] = 0.0
             b.warning[rows] = 0  # as mj_resetData does
         else:
             b.reset(rows, stage=_NONE)
-        self._qpos[rows] = qpos.detach().numpy()
-        self._qvel[rows] = qvel.detach().numpy()
+        self._qpos[rows] = _host(qpos)
+        self._qvel[rows] = _host(qvel)
         self._unstable[rows] = 0  # the reset cleared MuJoCo's warning counters of those rows
         self._unstable_total = None
         self._stale[rows] = True  # mj_forward at the next derived read

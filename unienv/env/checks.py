@@ -175,11 +175,10 @@ def checked_action_input(actions: Any, shape: tuple[int, int]) -> None:
 
 def check_task_output(task: Any, method: str, name: str, x: np.ndarray, shape: tuple[int, int]) -> None:
     """What a task handed the engine past the contract's checks: its shape and finiteness."""
-    source = f"{type(task).__name__}.{method}"
     if x.shape != shape:
-        raise ArgumentError(f"{name}: {source} gave shape {x.shape}, expected {shape}")
+        raise ArgumentError(f"{name}: {type(task).__name__}.{method} gave shape {x.shape}, expected {shape}")
     if not np.isfinite(x).all():
-        raise ArgumentError(f"{name}: {source} gave NaN or inf")
+        raise ArgumentError(f"{name}: {type(task).__name__}.{method} gave NaN or inf")
 
 
 def checked_repeat(repeat: Any, steps: Any, task: Any) -> tuple[int, int]:

@@ -5,7 +5,8 @@ it whose answer depends on where the state lives goes to its `Path`:
 
   rows         `select(mask)`: the envs a reset touches, as a `Rows` for the
                backend and DR plus the task's `env_ids` and `rng`; `any(mask)`:
-               whether masked work can be skipped (host) or always runs (device)
+               whether masked work can be skipped (host) or always runs (device);
+               `diverged()`: the engine's diverged envs, None where the host saw none
   conversions  `array(t)` and `tensor(a)` between torch and the task's namespace
   carry        `keep(old, new)`: the new value (host), or copied into the old
                tensors in place (device: a captured CUDA graph reads what its
@@ -113,6 +114,12 @@ class HostPath(Path):
     def any(self, mask) -> bool:
         return bool(mask.any())
 
+    def diverged(self):
+        """The envs whose physics diverged since the last call, a mask in the task's namespace,
+        or None where none did (the usual step, which then skips their outputs' masking)."""
+        diverged = self.backend.pop_diverged_host()
+        return None if diverged is None else self.xp.asarray(diverged)
+
     def keep(self, old, new):
         return new
 
@@ -202,7 +209,7 @@ class HostNumpyPath(HostPath):
         n = len(selection.env_ids)
         check_task_output(self.task, "reset_state", "qpos", qpos, (n, self.backend.nq))
         check_task_output(self.task, "reset_state", "qvel", qvel, (n, self.backend.nv))
-        self.backend.set_state_unchecked(selection.rows.ids, torch.from_numpy(qpos), torch.from_numpy(qvel))
+        self.backend.set_state_unchecked(selection.env_ids, qpos, qvel)
 
     @staticmethod
     def run_arrays(step: Callable, actions) -> tuple:
@@ -283,6 +290,9 @@ class DevicePath(TorchArrays, Path):
 
     def any(self, mask) -> bool:
         return True  # masked work always runs: deciding would read the mask on the host
+
+    def diverged(self) -> torch.Tensor:
+        return self.backend.pop_diverged()  # a mask: masked work always runs
 
     def keep(self, old, new):
         """new, copied into old's tensors where it has them (their memory stays the step's)."""

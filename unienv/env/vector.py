@@ -337,8 +337,8 @@ class UniEnv(VectorEnv):
 
     def _end_diverged(self, obs, reward, terms: dict, truncated, info: dict):
         """Never hand out a diverged state: those envs end (truncated), obs and rewards 0, in info."""
-        xp, diverged = self._xp, self._path.array(self.backend.pop_diverged())
-        if self._path.any(diverged):
+        xp, diverged = self._xp, self._path.diverged()
+        if diverged is not None:
             truncated = truncated | diverged
             reward = xp.where(diverged, 0.0, reward)
             terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
