@@ -79,6 +79,34 @@ def test_an_env_that_diverges_again_after_its_reset_is_flagged_again():
     b.close()
 
 
+def test_the_envs_host_entries_agree_with_the_contracts_calls():
+    """The env's fast path on the CPU engine: set_state_unchecked takes NumPy arrays as
+    set_state_tensor takes tensors, and pop_diverged_host is None while no env diverged and
+    pop_diverged's mask when one did."""
+    by_tensor, by_array = (create("mujoco", SCENE, 3, 0.005) for _ in range(2))
+    for b in (by_tensor, by_array):
+        b.materialize()
+    views = by_tensor.get_state_views()
+    calm_q, wild_v = views["qpos"][[1]].clone(), views["qvel"][[1]].clone()
+    wild_v[0] = 1e9  # accelerations beyond MuJoCo's limit: it resets the row and warns
+    ctrl = torch.zeros(3, by_tensor.nu, dtype=torch.float64)
+    by_array.step_tensor(ctrl, 2)
+    assert by_array.pop_diverged_host() is None  # a calm step
+    for b in (by_tensor, by_array):
+        b.set_physics_state(by_tensor.get_physics_state())
+    by_tensor.set_state_tensor(torch.tensor([1]), calm_q, wild_v)
+    by_array.set_state_unchecked(np.array([1]), calm_q.numpy(), wild_v.numpy())
+    assert torch.equal(by_array.get_physics_state(), by_tensor.get_physics_state())
+    for b in (by_tensor, by_array):
+        b.step_tensor(ctrl, 2)
+    assert by_tensor.pop_diverged().tolist() == [False, True, False]
+    assert by_array.pop_diverged_host().tolist() == [False, True, False]
+    by_array.step_tensor(ctrl, 2)  # the row MuJoCo reset steps on calmly
+    assert by_array.pop_diverged_host() is None
+    for b in (by_tensor, by_array):
+        b.close()
+
+
 FILTER_ARM = """
 <mujoco>
   <size nuserdata="2"/>

@@ -48,12 +48,13 @@ class SingleEnv(gym.Env):
         # the vector env's outputs in the task's namespace (NumPy on the CPU engine, where a
         # torch round trip would cost more than a small model's physics), by its one-env step
         # where it has one
-        self._step = (
-            functools.partial(step_one, vector_env) if steps_as_one(vector_env) else vector_env._step_arrays
-        )
+        self._as_one = steps_as_one(vector_env)
+        self._step = functools.partial(step_one, vector_env) if self._as_one else vector_env._step_arrays
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        if self._as_one:  # state observations in the task's namespace: no observer, no tensor
+            return _host(self.vector_env._reset_arrays(seed, options)[0]), {}
         obs, info = self.vector_env.reset(seed=seed, options=options)
         return obs[0].cpu().numpy(), {}
 

@@ -198,6 +198,11 @@ class UniEnv(VectorEnv):
 
         seed: an int in [0, 2**32) (env i then draws from seed + i) or None. Every argument is
         checked before anything changes."""
+        return self._observer.observation(self._path.tensor(self._reset_arrays(seed, options))), {}
+
+    def _reset_arrays(self, seed: int | None, options: dict[str, Any] | None):
+        """reset's work; the first observation in the task's namespace (NumPy on the CPU engine
+        with a NumPy task), before the observer (the single env's reset)."""
         self._check_open("reset")
         seed = None if seed is None else checked_seed(seed)
         mask = checked_reset_mask(options, self.num_envs)
@@ -220,7 +225,7 @@ class UniEnv(VectorEnv):
         obs = self._reset_envs(mask, None)
         self._pending_reset &= ~mask
         self._midway = False
-        return self._observer.observation(self._path.tensor(obs)), {}
+        return obs
 
     def _reset_envs(self, mask, obs):
         """Start new episodes in the envs of `mask`; returns the observation, `obs`
