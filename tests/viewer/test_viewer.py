@@ -166,18 +166,20 @@ def test_watch_sends_frames_while_the_loop_steps(quadruped):
     assert watch.frames == 0
     received = []
     page = threading.Thread(
-        target=lambda: received.append(remote_page(f"ws://127.0.0.1:{watch.options.port}", 3.0))
+        target=lambda: received.append(remote_page(f"ws://127.0.0.1:{watch.options.port}", 60.0))
     )
     page.start()
     while not watch.viewer.watched and time.monotonic() - start < 30:
         time.sleep(0.05)
+    # frames come at fps=50 at most, fewer where a frame's cost binds the watcher's CPU budget
+    # (a loaded machine): step for a second and until three were sent; the rate never passes fps
     first, start = watch.frames, time.monotonic()
-    while time.monotonic() - start < 1.0:
+    while (watch.frames - first < 3 or time.monotonic() - start < 1.0) and time.monotonic() - start < 30:
         quadruped.step(policy(None))
-    sent = watch.frames - first
+    sent, elapsed = watch.frames - first, time.monotonic() - start
     watch.close()
     page.join()
-    assert 3 <= sent <= 55 and received[0] > 0  # fps=50 at most; fewer where the budget binds
+    assert 3 <= sent <= 50 * elapsed + 2 and received[0] > 0
     quadruped.step(policy(None))
 
 

@@ -29,11 +29,12 @@ host and such input is zeroed or left unwritten and flagged by `pop_diverged`.
 The backend picks its input policy (`checks.HostInputs` or `checks.DeviceInputs`)
 once, from its capabilities; the methods here are the same code for both.
 
-The contract has three parts, one module each: this class (lifecycle, metadata,
-the state's hot path, snapshots), `randomization.Randomization` (per-env DR terms)
-and `features.Features` (the optional features, one Capabilities flag each:
-body views, sensors, contact forces, Jacobians, wrenches, MuJoCo fields, mocap
-bodies, height scans). `SimBackend` inherits both. Engines implement the
+The contract has three parts, one module each: this class (lifecycle, the
+state's hot path, snapshots, and `Metadata`: sizes, names, ids),
+`randomization.Randomization` (per-env DR terms) and `features.Features` (the
+optional features, one Capabilities flag each: body views, sensors, contact
+forces, Jacobians, wrenches, MuJoCo fields, mocap bodies, height scans).
+`SimBackend` inherits them all. Engines implement the
 underscored hooks at the bottom of each. The argument checks live in
 `checks`, the MJCF helpers in `scene`, the device and memory checks in
 `system`; `unienv.backends.check_backend` runs this contract's invariants on
@@ -99,47 +100,10 @@ class Capabilities:
     differences: tuple[str, ...] = ()
 
 
-class SimBackend(Randomization, Features, abc.ABC):
-    """num_envs copies of one scene, stepped together; see the module docstring."""
-
-    name: str = "abstract"
-    # the unchecked entries take NumPy arrays as they are (an engine whose state is in host
-    # arrays); elsewhere they are wrapped as tensors first
-    takes_numpy: bool = False
-
-    def __init__(
-        self,
-        scene: str | os.PathLike,
-        num_envs: int,
-        sim_dt: float,
-        *,
-        device: str | torch.device | None = None,
-        randomize: Iterable[str] = (),
-    ):
-        checks.checked_counts(num_envs, sim_dt)
-        if device is not None:
-            checked_device(device)
-        if num_envs > MEMORY_CHECK_FROM:
-            check_memory(scene, int(num_envs), sim_dt, device)
-        self.scene = os.fspath(scene)
-        self.num_envs = int(num_envs)
-        self.dt = float(sim_dt)
-        self._closed = False
-        self._materialized = False
-        if isinstance(randomize, str):
-            randomize = (randomize,)
-        self._requested_dr = tuple(randomize)
-        self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
-        self._sensor_ids: dict[str, int] = {}  # get_sensor_view's ids by name, as found
-
-    # bumped whenever the engine moves the memory its hot path uses (e.g. a model field made
-    # per env on its first DR write): a CUDA graph recorded before then is stale
-    graph_epoch: int = 0
-
-    # ---- metadata (cold path) ---------------------------------------------
+class Metadata:
+    """The scene's sizes, names and ids (cold path, NumPy), read from `info`."""
 
     info: SceneInfo
-    device: torch.device
 
     @property
     def nq(self) -> int:
@@ -185,6 +149,47 @@ class SimBackend(Randomization, Features, abc.ABC):
         j = int(self.find("joint", joint)[0])
         start = int(adr[j])
         return slice(start, start + width.get(int(self.info.joint_type[j]), 1))
+
+
+class SimBackend(Metadata, Randomization, Features, abc.ABC):
+    """num_envs copies of one scene, stepped together; see the module docstring."""
+
+    name: str = "abstract"
+    # the unchecked entries take NumPy arrays as they are (an engine whose state is in host
+    # arrays); elsewhere they are wrapped as tensors first
+    takes_numpy: bool = False
+
+    def __init__(
+        self,
+        scene: str | os.PathLike,
+        num_envs: int,
+        sim_dt: float,
+        *,
+        device: str | torch.device | None = None,
+        randomize: Iterable[str] = (),
+    ):
+        checks.checked_counts(num_envs, sim_dt)
+        if device is not None:
+            checked_device(device)
+        if num_envs > MEMORY_CHECK_FROM:
+            check_memory(scene, int(num_envs), sim_dt, device)
+        self.scene = os.fspath(scene)
+        self.num_envs = int(num_envs)
+        self.dt = float(sim_dt)
+        self._closed = False
+        self._materialized = False
+        if isinstance(randomize, str):
+            randomize = (randomize,)
+        self._requested_dr = tuple(randomize)
+        self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
+        self._sensor_ids: dict[str, int] = {}  # get_sensor_view's ids by name, as found
+
+    # bumped whenever the engine moves the memory its hot path uses (e.g. a model field made
+    # per env on its first DR write): a CUDA graph recorded before then is stale
+    graph_epoch: int = 0
+
+    info: SceneInfo
+    device: torch.device
 
     @abc.abstractmethod
     def get_capabilities(self) -> Capabilities:

@@ -105,7 +105,10 @@ _HIDDEN_SENSOR = "_unienv_cfrc"
 _UNSTABLE = slice(int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQACC) + 1)
 
 
-def _host(x: torch.Tensor | np.ndarray) -> np.ndarray:
+HostOrTensor = torch.Tensor | np.ndarray  # what the unchecked entries take on this engine
+
+
+def _host(x: HostOrTensor) -> np.ndarray:
     """x as a NumPy array (a CPU tensor's memory shared)."""
     return x if x.__class__ is np.ndarray else x.detach().numpy()
 
@@ -207,14 +210,13 @@ class MujocoBackend(SimBackend):
         self._any_stale = False  # whether _stale has a row: a bool, which a step reads for free
         self._wanted = _NONE  # the highest stage read since the last step: the next one computes it
         self._unstable_warnings = b.warning[:, _UNSTABLE, 1]  # a view of the batch's counters
-        self._unstable = self._unstable_counts()
+        self._unstable = self._unstable_warnings.sum(1)
         self._unstable_total = int(self._unstable.sum())  # of _unstable, or None after a state write
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
         self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
-        # mj_resetData clears a sim's whole buffer, arena included; for models
-        # whose state row holds only these fields, zeroing the row and writing qpos and qvel is
-        # the same reset
+        # mj_resetData clears a sim's whole buffer, arena included; for models whose state row holds
+        # only these fields, zeroing the row and writing qpos and qvel is the same reset
         plain = m.neq == 0 and m.nmocap == 0 and m.npluginstate == 0 and m.nhistory == 0 and m.nflex == 0
         fields = ("time", "qpos", "qvel", "act", "qacc_warmstart", "ctrl", "qfrc_applied", "xfrc_applied")
         fields += ("userdata",)
@@ -311,9 +313,6 @@ class MujocoBackend(SimBackend):
     def _state_views(self) -> Mapping[str, torch.Tensor]:
         return self._views
 
-    def _unstable_counts(self) -> np.ndarray:
-        return self._unstable_warnings.sum(1)
-
     def _pop_diverged(self) -> torch.Tensor:
         diverged = self._pop_diverged_host()
         return torch.from_numpy(np.zeros(self.num_envs, dtype=bool) if diverged is None else diverged)
@@ -323,14 +322,12 @@ class MujocoBackend(SimBackend):
         total = int(self._unstable_warnings.sum())
         if total == self._unstable_total:
             return None
-        counts = self._unstable_counts()
+        counts = self._unstable_warnings.sum(1)
         reset_by_mujoco = counts > self._unstable
         self._unstable, self._unstable_total = counts, total
         return reset_by_mujoco if reset_by_mujoco.any() else None  # MuJoCo never leaves a non-finite state
 
-    def _set_state(
-        self, ids: torch.Tensor | np.ndarray, qpos: torch.Tensor | np.ndarray, qvel: torch.Tensor | np.ndarray
-    ) -> None:
+    def _set_state(self, ids: HostOrTensor, qpos: HostOrTensor, qvel: HostOrTensor) -> None:
         rows, b = _host(ids), self._batch
         if self._reset_by_row:
             b.state[rows] = 0.0

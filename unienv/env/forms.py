@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorWrapper
 
-from unienv.env.vector import UniEnv, record_success
+from unienv.env.vector import UniEnv, end_diverged, record_success
 from unienv.errors import ArgumentError
 from unienv.utils.arrays import to_numpy
 
@@ -91,7 +91,7 @@ def step_one(env: UniEnv, actions):
     task's same calls in the same order, so the same outputs bit for bit, without what only a
     vector of envs needs: the episode sums and stats (a single env's caller keeps its own) and
     the autoreset (a single env has none). The task's arrays are (1, ...)."""
-    path, task, backend = env._path, env.task, env.backend
+    path, task, backend, xp = env._path, env.task, env.backend, env._xp
     actions, info = path.checked_actions(env._checked_actions(actions))
     before, memory = env._reading, env._memory
     ctrl = task.control(actions, before, memory)
@@ -105,8 +105,8 @@ def step_one(env: UniEnv, actions):
     record_success(task, reading, memory, info, env._everyone)
     env._length += 1
     truncated = env._length >= env.max_episode_steps
-    obs = env._xp.astype(task.observe(reading, memory), env._obs_dtype)
-    obs, reward, terms, truncated = env._end_diverged(obs, reward, terms, truncated, info)
+    obs = xp.astype(task.observe(reading, memory), env._obs_dtype)
+    obs, reward, terms, truncated = end_diverged(xp, path.diverged(), obs, reward, terms, truncated, info)
     info["reward_terms"] = terms
     env._midway = False
     return obs, reward, terminated, truncated, info

@@ -90,6 +90,18 @@ def record_success(task: Task, reading: dict, memory: dict, info: dict, everyone
         info["is_success"], info["_is_success"] = success, everyone
 
 
+def end_diverged(xp: Any, diverged: Any, obs, reward, terms: dict, truncated, info: dict):
+    """Never hand out a diverged state: the envs of `diverged` (a mask, or None where the host
+    saw none) end (truncated), their obs and rewards 0, flagged in info."""
+    if diverged is not None:
+        truncated = truncated | diverged
+        reward = xp.where(diverged, 0.0, reward)
+        terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
+        obs = xp.where(diverged[:, None], 0.0, obs)
+        info["diverged"], info["_diverged"] = diverged, diverged
+    return obs, reward, terms, truncated
+
+
 class UniEnv(VectorEnv):
     """num_envs copies of a task on one batched backend; see the module docstring."""
 
@@ -335,21 +347,10 @@ class UniEnv(VectorEnv):
         self._length += 1
         truncated = self._length >= self.max_episode_steps
         obs = self._finish_obs(task.observe(reading, self._memory), None)
-        obs, reward, terms, truncated = self._end_diverged(obs, reward, terms, truncated, info)
+        obs, reward, terms, truncated = end_diverged(xp, path.diverged(), obs, reward, terms, truncated, info)
         self._sums.add(reward, task.metrics(reading, self._memory), ~self._pending_reset, info)
         info["reward_terms"] = terms
         return obs, reward, terminated, truncated
-
-    def _end_diverged(self, obs, reward, terms: dict, truncated, info: dict):
-        """Never hand out a diverged state: those envs end (truncated), obs and rewards 0, in info."""
-        xp, diverged = self._xp, self._path.diverged()
-        if diverged is not None:
-            truncated = truncated | diverged
-            reward = xp.where(diverged, 0.0, reward)
-            terms = {name: xp.where(diverged, 0.0, term) for name, term in terms.items()}
-            obs = xp.where(diverged[:, None], 0.0, obs)
-            info["diverged"], info["_diverged"] = diverged, diverged
-        return obs, reward, terms, truncated
 
     def _autoreset_same_step(self, obs, reward, terminated, truncated, info):
         """Done envs start anew now; their last obs goes to info["final_obs"]."""
