@@ -29,8 +29,10 @@ carry genesis .devcarry/genesis
 carry base .devcarry/base
 wants contract && wheels pytest pytest
 wants train && wheels rsl_rl rsl_rl
+wants train && menagerie
 install_unienv
 record_env
+robots_found
 
 for mode in "${MODES[@]}"; do
   case "$mode" in

@@ -104,6 +104,32 @@ wheels() {
   return 0
 }
 
+# menagerie: the robot model folders that gpu/pack_menagerie.sh packed into $MENAGERIE_CARRY (a tar.xz
+# each), unpacked once per warm machine into $MENAGERIE_DIR, which unienv.robots then reads first
+# (UNIENV_MENAGERIE_DIR): the GPU machine has none of the asset packages. Without them, nothing to do.
+MENAGERIE_CARRY="${MENAGERIE_CARRY:-.devcarry/menagerie}"
+MENAGERIE_DIR="${MENAGERIE_DIR:-$([ "$REHEARSAL" = 1 ] && echo "$WORK/menagerie" || echo /tmp/site/menagerie)}"
+menagerie() {
+  local archive
+  for archive in "$MENAGERIE_CARRY"/*.tar.xz; do
+    [ -f "$archive" ] || continue
+    mkdir -p "$MENAGERIE_DIR" && tar -C "$MENAGERIE_DIR" -xJf "$archive" || die "could not unpack $archive"
+  done
+  [ -d "$MENAGERIE_DIR" ] && export UNIENV_MENAGERIE_DIR="$MENAGERIE_DIR"
+  return 0
+}
+
+# robots_found: where unienv.robots finds each carried robot (the carried copy, or a step will refuse it)
+robots_found() {
+  [ -n "${UNIENV_MENAGERIE_DIR:-}" ] || return 0
+  "$PY" -P -c 'import os, sys
+from unienv import robots
+for name in sorted(os.listdir(sys.argv[1])):
+    if os.path.isdir(os.path.join(sys.argv[1], name)) and not name.startswith("."):
+        print("menagerie:", name, "from", robots.model_dir(name))' "$UNIENV_MENAGERIE_DIR" 2>&1 | tee -a "$OUT/summary.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || die "the carried Menagerie folders are not found by unienv.robots"
+}
+
 # unienv, non-editable, into $UNIENV_SITE; checks that Python imports that copy, unienv.tasks included
 install_unienv() {
   local src

@@ -19,6 +19,7 @@
 # The calls on a machine without network access (gpu/README.md describes the scripts):
 #   carry [".devcarry/mjwarp/part1"]                                        bash gpu/mjwarp_check.sh stage
 #   carry [".devcarry/mjwarp/part2", ".devcarry/base", ".devcarry/rsl_rl"]  bash gpu/mjwarp_check.sh bench train
+#   carry [".devcarry/menagerie"]  TRAIN_TASK=go1 bash gpu/mjwarp_check.sh train   # a real robot: gpu/pack_menagerie.sh first
 # The second within ~30 s of the first, while the machine is warm (/tmp/mjw_stage must survive); if it says
 # "warp.so.xz.part0 not found", the machine was fresh: make both again. Later calls on the warm machine need
 # no carry (e.g. bash gpu/mjwarp_check.sh contract). A fresh machine compiles mujoco_warp's kernels first
@@ -39,8 +40,10 @@ carry mjwarp .devcarry/mjwarp/part2
 carry base .devcarry/base
 wants contract && wheels pytest pytest
 wants train && wheels rsl_rl rsl_rl
+wants train && menagerie
 install_unienv
 record_env
+robots_found
 
 for mode in "${MODES[@]}"; do
   case "$mode" in

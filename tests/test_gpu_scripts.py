@@ -76,10 +76,10 @@ def check_bench_json(path, tasks, num_envs):
         assert not EAGER_KEYS & set(r)  # no CUDA graph on the CPU: no eager column
 
 
-def check_training(out, engine):
+def check_training(out, engine, task="quadruped"):
     metrics = json.loads((out / f"train_{engine}.json").read_text())
     curve, summary, evaluation = metrics["curve"], metrics["summary"], metrics["eval"]
-    assert metrics["task"] == "quadruped" and metrics["backend"] == engine
+    assert metrics["task"] == task and metrics["backend"] == engine
     assert summary["stopped_by"] == "max_seconds" and summary["iterations"] == len(curve) >= 1
     assert [r["iteration"] for r in curve] == list(range(1, len(curve) + 1))
     assert all(r["steps_per_s"] > 0 and r["collect_steps_per_s"] > 0 for r in curve)
@@ -108,6 +108,34 @@ def test_train_rehearsal(tmp_path):
     check_passed(done, summary, site, ["train_mjwarp"])
     check_training(tmp_path / "out", "mjwarp")
     assert len(os.listdir(tmp_path / "out")) <= 8  # what the device tool brings back from a call
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(MJWARP_DEVICE != "cpu", reason="rehearses on Warp's CPU device, which is not here")
+@pytest.mark.skipif(not importlib.util.find_spec("rsl_rl"), reason="rsl_rl is not installed")
+def test_a_robot_trains_from_the_packed_menagerie_folder(tmp_path):
+    """What the GPU machine does with a real robot: gpu/pack_menagerie.sh packs the Go1's folder,
+    train mode unpacks it and unienv.robots takes that copy (UNIENV_MENAGERIE_DIR) before this
+    machine's asset packages; the Go1 trains on mjwarp and its policy comes back."""
+    carry = tmp_path / "carry"
+    env = {**os.environ, "MENAGERIE_CARRY": str(carry), "PY": sys.executable, "XZ_LEVEL": "-0"}
+    env.pop("UNIENV_MENAGERIE_DIR", None)
+    packed = subprocess.run(
+        ["bash", os.path.join(ROOT, "gpu", "pack_menagerie.sh"), "unitree_go1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert packed.returncode == 0 and (carry / "unitree_go1.tar.xz").stat().st_size > 1e6, packed.stderr
+    done, summary, site = rehearse(
+        "mjwarp_check.sh", "train", tmp_path=tmp_path, TRAIN_TASK="go1", MENAGERIE_CARRY=str(carry)
+    )
+    check_passed(done, summary, site, ["train_mjwarp"])
+    unpacked = tmp_path / "unienv_work" / "menagerie" / "unitree_go1"
+    assert f"menagerie: unitree_go1 from {unpacked}" in summary, summary
+    check_training(tmp_path / "out", "mjwarp", task="go1_velocity")
 
 
 @pytest.mark.slow

@@ -254,3 +254,21 @@ def test_g1_training_resumes_and_its_policy_exports_to_onnx(tmp_path):
         "-m", "unienv", "export", str(run_dir / "policy.safetensors"), "--onnx", str(tmp_path / "g1.onnx")
     )
     assert "(g1_velocity: obs (99,) -> actions (29,)" in out, out
+
+
+@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+def test_train_py_evaluates_the_robots_tracking_error(envs, task):
+    """train.py's evaluation metric (TrackingError) reads a robot's observation as the quadruped's:
+    its errors equal those from the task's own reading of the base's velocity and the command."""
+    from unienv.training.run import TrackingError
+
+    env = envs(task)
+    env.reset(seed=3)
+    tracking = TrackingError(env.task)
+    obs, _, terminated, truncated, info = env.step(torch.zeros(env.action_space.shape))
+    assert not (terminated | truncated).any()
+    tracking(obs, info)
+    base, command = np.asarray(env._reading["base"]), np.asarray(env._memory["command"])
+    lin = np.linalg.norm(command[:, :2] - base[:, 0, :2], axis=1).mean()  # base-frame linear velocity
+    yaw = np.abs(command[:, 2] - base[:, 1, 2]).mean()  # base-frame angular velocity about z
+    assert tracking.result() == pytest.approx({"lin_vel_error": lin, "yaw_rate_error": yaw}, rel=1e-4)

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import unienv
 from unienv.errors import ArgumentError
+from unienv.tasks.quadruped import Quadruped
 from unienv.training import runner as runner_module
 from unienv.training.checkpoint import load_checkpoint
 from unienv.training.distributed import check_timeout
@@ -24,9 +25,10 @@ from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor
 
 
 class TrackingError:
-    """The quadruped's mean velocity-tracking error along a rollout, from its observations.
+    """A velocity task's mean velocity-tracking error along a rollout, from its observations.
 
-    tasks/quadruped.py observes the base-frame linear velocity at 0:3 and angular velocity at 3:6,
+    tasks/quadruped.py (and the robots built on it: quadruped_rough, go1_velocity, g1_velocity and
+    their rough variants) observes the base-frame linear velocity at 0:3 and angular velocity at 3:6,
     and the command (vx, vy, yaw rate) at 9:12, each scaled. Called with each step's (obs, info), it
     sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s) over every env and step, taking an
     ended episode's last observation (info["final_obs"]) rather than its successor's first. With
@@ -290,7 +292,7 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
         task_options=task_options,
         backend_options={k: v for k, v in backend_options.items() if v is not None},
     )
-    tracking = TrackingError(env.task) if task == "quadruped" else None
+    tracking = TrackingError(env.task) if isinstance(env.task, Quadruped) else None
     try:
         policy = make_policy(path, env)
         stats = rollout(env, policy, steps or env.max_episode_steps, on_step=tracking, progress=False)
