@@ -183,12 +183,16 @@ class DMCTask(Task):
         super().__init__(**options)
         episode_length_s = self.episode_length_s
         if episode_length_s is None:
-            episode_length_s = self.time_limit
+            episode_length_s = self.default_episode_length_s()
         elif not (isinstance(episode_length_s, (int, float)) and 0 < episode_length_s < math.inf):
             raise ArgumentError(
                 f"task.episode_length_s: expected a finite number > 0, got {episode_length_s!r}"
             )
         self.episode_length_s = float(episode_length_s)
+
+    @classmethod
+    def default_episode_length_s(cls) -> float:
+        return cls.time_limit  # dm_control's
 
     @property
     def scene(self) -> str:

@@ -157,6 +157,22 @@ def test_spec_fields_match_gymnasium_v5(name):
     )
 
 
+def test_every_spec_gives_the_built_tasks_episode_length_and_threshold():
+    """The registry's fields come from the task classes (`Task.default_max_episode_steps`, no scene
+    built at import): they equal those of each task built with its default options."""
+    from unienv.tasks import DMC_TASKS, TASKS, gym_id, task_class
+
+    for name in TASKS:
+        task, spec = task_class(name)(), gym.spec(gym_id(name))
+        assert (spec.max_episode_steps, spec.reward_threshold) == (
+            task.max_episode_steps,
+            task.reward_threshold,
+        )
+        if name in DMC_TASKS:  # from pixels, at DrQ-v2's action repeat of 2
+            pixels = gym.spec(gym_id(name).removesuffix("-v0") + "-pixels-v0")
+            assert pixels.max_episode_steps == -(-task.max_episode_steps // 2)
+
+
 def test_make_and_make_vec_honour_the_spec_and_the_task_options():
     env = gym.make("unienv/Reacher-v0")
     assert env.spec.max_episode_steps == 50 and env.spec.reward_threshold == -3.75

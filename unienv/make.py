@@ -15,7 +15,6 @@ from unienv.env import SingleEnv, UniEnv
 from unienv.env.pixels import checked_obs
 from unienv.errors import unknown_name
 from unienv.render.cameras import require_renderer
-from unienv.robots import RobotNotFoundError
 from unienv.tasks import DMC_TASKS, TASKS, checked_options, gym_id, task_class
 
 DRQV2_ACTION_REPEAT = 2  # DrQ-v2's action repeat, make's default where obs has pixels
@@ -94,12 +93,8 @@ def register_envs() -> None:
     default options: max_episode_steps and reward_threshold (those of v5 on the parity tasks);
     each DeepMind Control Suite task also as unienv/DMC-<Task>-pixels-v0, from pixels."""
     for name in TASKS:
-        env_id = gym_id(name)
+        env_id, task = gym_id(name), task_class(name)  # the class: building a robot task takes seconds
         if env_id not in gym.registry:
-            try:
-                task = task_class(name)()
-            except RobotNotFoundError:  # a robot's model not installed: gymnasium.make says so
-                task = None
             gym.register(
                 id=env_id,
                 entry_point="unienv.make:make_single",
@@ -107,18 +102,17 @@ def register_envs() -> None:
                 # max_episode_steps=None in kwargs: make_vec then leaves the episode length to the
                 # task (its options may change it) instead of passing the spec's
                 kwargs={"task": name, "max_episode_steps": None},
-                max_episode_steps=None if task is None else task.max_episode_steps,
-                reward_threshold=None if task is None else task.reward_threshold,
+                max_episode_steps=task.default_max_episode_steps(),
+                reward_threshold=task.reward_threshold,
                 disable_env_checker=True,
             )
         pixels_id = env_id.removesuffix("-v0") + "-pixels-v0"
         if name in DMC_TASKS and pixels_id not in gym.registry:  # DrQ-v2's setting of the task
-            task = task_class(name)()
             gym.register(
                 id=pixels_id,
                 entry_point="unienv.make:make_single",
                 vector_entry_point="unienv.make:make_vector",
                 kwargs={"task": name, "max_episode_steps": None, "obs": "pixels"},
-                max_episode_steps=-(-task.max_episode_steps // DRQV2_ACTION_REPEAT),
+                max_episode_steps=-(-task.default_max_episode_steps() // DRQV2_ACTION_REPEAT),
                 disable_env_checker=True,
             )

@@ -181,6 +181,17 @@ class Task(abc.ABC):
         """Env steps after which an episode is truncated: `episode_length_s / dt`, rounded."""
         return round(self.episode_length_s / self.dt)
 
+    @classmethod
+    def default_max_episode_steps(cls) -> int:
+        """max_episode_steps under the default options, from the class alone, which Gymnasium's
+        registry records at `import unienv` (a robot task's constructor builds its scene file)."""
+        return round(cls.default_episode_length_s() / (cls.sim_dt * cls.decimation))
+
+    @classmethod
+    def default_episode_length_s(cls) -> float:
+        """The episode length under the default options, seconds."""
+        return cls.Options().episode_length_s
+
     def deployment(self) -> dict[str, Any] | None:
         """What a deployed policy needs beyond the task's timing and scene, as data (unienv.deploy
         writes it into policy files): {"observation": {block: {"quantity", "frame", "offset",

@@ -81,7 +81,9 @@ def test_installed_packages_ship_the_g1_and_go1():
 
 def test_unienv_imports_and_registers_without_the_robots_extra(nowhere, monkeypatch):
     """Without any robot model installed, registering the gym ids works (the base install's
-    `import unienv`), and making a robot task is the resolver's one-line refusal."""
+    `import unienv`) and gives the specs that `import unienv` gave with the models (registering
+    reads the task classes, it builds no scene), and making a robot task is the resolver's
+    one-line refusal."""
     import gymnasium as gym
 
     from unienv.make import register_envs
@@ -90,10 +92,11 @@ def test_unienv_imports_and_registers_without_the_robots_extra(nowhere, monkeypa
         f"unienv/{name}-v0"
         for name in ("Go1Velocity", "G1Velocity", "G1Tracking", "PandaLift", "LeapCubeRotate")
     ]
-    for env_id in (*robot_ids, "unienv/Cartpole-v0"):
+    specs = {env_id: gym.registry[env_id] for env_id in (*robot_ids, "unienv/Cartpole-v0")}
+    for env_id in specs:
         monkeypatch.delitem(gym.registry, env_id)  # put back after the test
     register_envs()
-    assert all(gym.registry[env_id].max_episode_steps is None for env_id in robot_ids)
+    assert {env_id: gym.registry[env_id] for env_id in specs} == specs
     assert gym.registry["unienv/Cartpole-v0"].max_episode_steps == 500
     with pytest.raises(robots.RobotNotFoundError, match="'unitree_go1' not found"):
         gym.make("unienv/Go1Velocity-v0")
