@@ -21,13 +21,13 @@ from .contract.conftest import MJWARP_DEVICE
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def play(*overrides, cwd):
+def play(*overrides, cwd, timeout=300):
     return subprocess.run(
         [sys.executable, os.path.join(ROOT, "play.py"), *overrides],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
 
 
@@ -129,20 +129,37 @@ def test_bench_runs_several_tasks_and_skips_those_the_backend_refuses(capsys):
     assert "skipped: the mjwarp backend refuses humanoid" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("task", sorted(TASKS))
-def test_play_records_every_task(task, tmp_path):
-    path = tmp_path / f"{task}.mp4"
+@pytest.fixture(scope="module")
+def every_task(tmp_path_factory):
+    """One `python play.py -m task=<every task>`: a Hydra sweep that records each task's video
+    (+sweep.video=true) in one process, where a process per task would import torch 45 times."""
+    folder = tmp_path_factory.mktemp("every_task")
     done = play(
-        f"task={task}",
+        "-m",
+        f"task={','.join(sorted(TASKS))}",
         "steps=8",
         "num_envs=2",
         "video.envs=2",
         "video.width=160",
         "video.height=120",
-        f"video.path={path}",
-        cwd=tmp_path,
+        "+sweep.video=true",
+        f"hydra.sweep.dir={folder / 'multirun'}",
+        cwd=folder,
+        timeout=1200,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    return done, folder
+
+
+def test_play_sweeps_every_task(every_task):
+    done, _ = every_task
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_play_records_every_task(task, every_task):
+    done, folder = every_task
+    path = folder / "videos" / f"{task}_mujoco_random.mp4"  # play.py's default video.path
+    assert path.exists(), f"no video of {task}: {done.stderr[-2000:]}"
     frames = list(imageio.get_reader(str(path)).iter_data())
     every = math.ceil(round(1 / task_class(task)().dt) / 30)  # video.fps=30 at most
     assert len(frames) == 1 + 8 // every and frames[0].shape == (120, 320, 3)
