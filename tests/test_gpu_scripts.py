@@ -60,6 +60,8 @@ BENCH_KEYS = {"task", "backend", "device", "num_envs", "raw_sps", "backend_sps",
 BENCH_KEYS |= {
     "reads_sps",
     "reads_ratio",
+    "task_sps",
+    "task_ratio",
     "env_ratio",
     "backend_overhead_us",
     "env_overhead_us",

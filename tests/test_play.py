@@ -116,6 +116,7 @@ def test_bench_measures_raw_backend_and_env_side_by_side():
         assert r["raw_sps"] > 0 and r["backend_sps"] > 0 and r["reads_sps"] > 0 and r["env_sps"] > 0
         assert r["env_ratio"] == pytest.approx(r["env_sps"] / r["raw_sps"])
         assert r["reads_ratio"] == pytest.approx(r["reads_sps"] / r["raw_sps"])
+        assert r["task_ratio"] == pytest.approx(r["task_sps"] / r["raw_sps"]) and r["task_sps"] > 0
         n = r["num_envs"]  # one call is one batched env step of n envs
         assert r["env_overhead_us"] == pytest.approx(1e6 * (n / r["env_sps"] - n / r["raw_sps"]))
 

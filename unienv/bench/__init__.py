@@ -22,6 +22,10 @@ of them simulate the same transitions (see Replay below):
              quantities it reads (body poses, contact forces, cfrc_ext) at the
              new state, which on MuJoCo cost forward stages the raw step skips,
              and its gathers; reads/raw bounds what env/raw can reach
+  task       the reads loop plus the task's own math on each reading (control,
+             reward, termination, memory, observation, as the env calls them):
+             task/raw bounds env/raw whatever the env layer does, and env/task
+             is the env layer's own share (its checks, autoreset, statistics)
   env        unienv's VectorEnv: step(actions) -> obs, reward, done, autoreset
   env eager  the same env with cuda_graph=False, where the backend can replay the
              env step as one CUDA graph (Capabilities.cuda_graph: mjwarp on CUDA);
@@ -135,6 +139,19 @@ def measure(
         backend_step()
         the_task.read(sim)  # set up on the env's backend: the same scene, the same ids
 
+    # the task's math on the env's memory after its reset and the bench's actions, in its namespace
+    memory, task_actions, before = env._memory, env._path.array(actions), [the_task.read(env.backend)]
+
+    def task_step() -> None:
+        backend_step()
+        s = the_task.read(sim)
+        the_task.control(task_actions, before[0], memory)
+        the_task.reward(s, before[0], task_actions, memory)
+        the_task.terminated(s, memory)
+        the_task.remember(s, task_actions, memory)
+        the_task.observe(s, memory)
+        before[0] = s
+
     def env_loop(e) -> tuple[Callable[[], object], Callable[[], object]]:
         """(start, step) of e's loop: from reset(seed=0), the replay's start (untimed at the
         start, timed every REPLAY_STEPS calls after it)."""
@@ -155,6 +172,7 @@ def measure(
 
     loops = {name: (replay.restart, loop) for name, loop in (("raw", raw), ("backend", backend_step))}
     loops["reads"] = (replay.restart, reads_step)
+    loops["task"] = (replay.restart, task_step)
     for name, e in (("env", env), ("env_eager", eager)):
         if e is not None:
             e.reset()
@@ -180,6 +198,7 @@ def measure(
         **{f"{k}_sps": v * num_envs for k, v in calls.items()},
         "backend_ratio": calls["backend"] / calls["raw"],
         "reads_ratio": calls["reads"] / calls["raw"],
+        "task_ratio": calls["task"] / calls["raw"],
         "env_ratio": calls["env"] / calls["raw"],
         "backend_overhead_us": 1e6 * (1 / calls["backend"] - 1 / calls["raw"]),
         "env_overhead_us": 1e6 * (1 / calls["env"] - 1 / calls["raw"]),
@@ -202,7 +221,7 @@ def _refusal(error: Exception) -> bool:
 
 HEADER = (
     f"{'num_envs':>8} {'raw steps/s':>12} {'backend':>12} {'env':>12} {'backend/raw':>11} {'reads/raw':>9} "
-    f"{'env/raw':>8} {'backend +us':>11} {'env +us':>9}"
+    f"{'task/raw':>8} {'env/raw':>8} {'backend +us':>11} {'env +us':>9}"
 )
 EAGER_HEADER = f" {'env eager':>12} {'eager/raw':>9} {'graph/eager':>11}"
 
@@ -211,7 +230,7 @@ def _line(r: dict) -> str:
     """A row of the table: the eager columns where the env step runs as a CUDA graph."""
     line = (
         f"{r['num_envs']:>8} {r['raw_sps']:>12,.0f} {r['backend_sps']:>12,.0f} {r['env_sps']:>12,.0f} "
-        f"{r['backend_ratio']:>11.1%} {r['reads_ratio']:>9.1%} {r['env_ratio']:>8.1%} "
+        f"{r['backend_ratio']:>11.1%} {r['reads_ratio']:>9.1%} {r['task_ratio']:>8.1%} {r['env_ratio']:>8.1%} "
         f"{r['backend_overhead_us']:>11.1f} {r['env_overhead_us']:>9.1f}"
     )
     if "env_eager_sps" in r:
