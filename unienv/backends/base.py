@@ -188,7 +188,6 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
     # per env on its first DR write): a CUDA graph recorded before then is stale
     graph_epoch: int = 0
 
-    info: SceneInfo
     device: torch.device
 
     @abc.abstractmethod

@@ -140,17 +140,19 @@ def measure(
         the_task.read(sim)  # set up on the env's backend: the same scene, the same ids
 
     # the task's math on the env's memory after its reset and the bench's actions, in its namespace
-    memory, task_actions, before = env._memory, env._path.array(actions), [the_task.read(env.backend)]
+    memory, task_actions = env._memory, env._path.array(actions)
+    before = the_task.read(env.backend)
 
     def task_step() -> None:
+        nonlocal before
         backend_step()
         s = the_task.read(sim)
-        the_task.control(task_actions, before[0], memory)
-        the_task.reward(s, before[0], task_actions, memory)
+        the_task.control(task_actions, before, memory)
+        the_task.reward(s, before, task_actions, memory)
         the_task.terminated(s, memory)
         the_task.remember(s, task_actions, memory)
         the_task.observe(s, memory)
-        before[0] = s
+        before = s
 
     def env_loop(e) -> tuple[Callable[[], object], Callable[[], object]]:
         """(start, step) of e's loop: from reset(seed=0), the replay's start (untimed at the
