@@ -35,7 +35,8 @@ Arrays: a task with `arrays = "any"` (every shipped task) computes in the array
 namespace `self.xp` (`unienv.utils.arrays`): NumPy on the CPU engine, where its calls
 cost a quarter of torch's, and torch on device backends. Its arrays, `rng`'s
 draws, `env_ids` and `self.dtype` are that namespace's; it reads the backend's
-torch views through `self.xp.asarray`. A task with `arrays = "torch"` (the
+views through `self.xp.asarray` (on the CPU engine `read` gets the backend's
+`host_reads()`, whose reads are the engine's NumPy arrays: no torch in the step). A task with `arrays = "torch"` (the
 default, for tasks written in plain torch) gets torch tensors everywhere.
 
 `rng` is a `unienv.utils.random.Sampler` bound to the envs being reset: what env i

@@ -1,6 +1,8 @@
 """Every task: its single-env form passes Gymnasium's check_env, 64 envs run 1000
-steps of random actions without NaN, and a task fails at construction on a backend
-that lacks a capability it needs (its options and Hydra config: test_options.py).
+steps of random actions without NaN (and on the CPU engine the task reads the same values
+from the backend's torch views as from its host reads, the NumPy arrays the env hands it), and a
+task fails at construction on a backend that lacks a capability it needs (its options and
+Hydra config: test_options.py).
 The quadruped stands under PD control; the reach reward peaks at the target.
 
 Every task also runs on every other installed backend (genesis; mjwarp on
@@ -60,8 +62,23 @@ def random_run(name, backend="mujoco", num_envs=64, steps=1000, seed=0, **task_o
             )  # device backends
             for term, value in info["reward_terms"].items():
                 assert torch.isfinite(value).all(), f"reward term {term} at step {t}"
+        if backend == "mujoco":  # at the last step's state: both forms of the reads agree
+            assert_same_reading(env.task.read(env.backend.host_reads()), env.task.read(env.backend))
     finally:
         env.close()
+
+
+def assert_same_reading(host, views, key="s"):
+    """Two readings of one state are equal bit for bit."""
+    if isinstance(host, dict):
+        assert host.keys() == views.keys(), key
+        for k in host:
+            assert_same_reading(host[k], views[k], f"{key}[{k!r}]")
+    elif isinstance(host, tuple):
+        for i, (a, b) in enumerate(zip(host, views, strict=True)):
+            assert_same_reading(a, b, f"{key}[{i}]")
+    else:
+        assert torch.equal(torch.as_tensor(host), torch.as_tensor(views)), key
 
 
 @pytest.mark.parametrize(

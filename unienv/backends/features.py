@@ -46,33 +46,22 @@ class Features(abc.ABC):
 
     def get_body_views(self, body_ids: Any) -> BodyViews:
         """World-frame poses and velocities of the given bodies, (N, B, ...)."""
-        self._ready()
-        self._require("body_views")
-        return self._body_views(self._object_ids(body_ids, "body"))
+        return self._body_views(self._checked_bodies(body_ids, "body_views"))
 
     def get_sensor_view(self, name: str) -> torch.Tensor:
         """Live (num_envs, dim) view of the named sensor's output."""
-        self._ready()
-        sensor = self._sensor_ids.get(name)
-        if sensor is None:  # found once per name (a task reads its sensors every step)
-            sensor = self._sensor_ids[name] = int(self.find("sensor", name)[0])
-        self._require("sensors")
-        return self._sensor_view(sensor)
+        return self._sensor_view(self._checked_sensor(name))
 
     def get_contact_forces(self, body_ids: Any) -> torch.Tensor:
         """Net contact force on each body in the world frame, (N, B, 3).
 
         Forces are those of the last physics step.
         """
-        self._ready()
-        self._require("contact_forces")
-        return self._contact_forces(self._object_ids(body_ids, "body"))
+        return self._contact_forces(self._checked_bodies(body_ids, "contact_forces"))
 
     def get_site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Translational and rotational world-frame Jacobians of a site, (N, 3, nv) each."""
-        self._ready()
-        self._require("site_jacobian")
-        return self._site_jacobian(int(self._object_ids([site_id], "site")[0]))
+        return self._site_jacobian(self._checked_site(site_id))
 
     def apply_body_wrench(self, body_ids: Any, force: torch.Tensor, torque: torch.Tensor) -> None:
         """World-frame force and torque at each body's COM, for the next step only.
@@ -96,11 +85,42 @@ class Features(abc.ABC):
         `mj_rnePostConstraint` compute them (not one substep behind, as after
         `mj_step`), with the controls of the last step.
         """
+        return self._mj_field(self._checked_field(name))
+
+    def host_reads(self) -> Any:
+        """What a task computing in NumPy reads from (the env hands it to `Task.read`): the
+        reads above, with their checks and values, as the host arrays the engine holds where
+        it holds them (the CPU engine: `unienv.backends.mujoco_reads.HostReads`, which spares
+        the task a torch view per read that it would convert back), else this backend."""
+        return self
+
+    # the reads' argument checks (the backend ready, the feature declared), which the host
+    # reads share
+
+    def _checked_bodies(self, body_ids: Any, feature: str) -> np.ndarray:
+        self._ready()
+        self._require(feature)
+        return self._object_ids(body_ids, "body")
+
+    def _checked_sensor(self, name: str) -> int:
+        self._ready()
+        sensor = self._sensor_ids.get(name)
+        if sensor is None:  # found once per name (a task reads its sensors every step)
+            sensor = self._sensor_ids[name] = int(self.find("sensor", name)[0])
+        self._require("sensors")
+        return sensor
+
+    def _checked_site(self, site_id: int) -> int:
+        self._ready()
+        self._require("site_jacobian")
+        return int(self._object_ids([site_id], "site")[0])
+
+    def _checked_field(self, name: str) -> str:
         self._ready()
         if name not in MJ_FIELDS:
             raise unknown_name("MuJoCo field", name, MJ_FIELDS)
         self._require("mj_fields")
-        return self._mj_field(name)
+        return name
 
     # ---- height scans ---------------------------------------------------------
 

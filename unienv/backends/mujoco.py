@@ -10,6 +10,8 @@ batch's float64 state rows (time, qpos, qvel, ctrl); a write to them is the
 env's state at its next step. `get_sensor_view` returns a view of the batch's
 sensordata output as of that call. Body views, contact forces, Jacobians and
 `get_mj_field` values are computed per call (they gather rows) and are copies.
+`host_reads()` gives the same reads as the batch's NumPy arrays, for tasks that
+compute in NumPy (`unienv.backends.mujoco_reads`, where the reads live).
 
 Freshness: every derived quantity but contact forces (body views, sensors,
 Jacobians, `get_mj_field`) describes the state the backend holds, as after
@@ -81,25 +83,17 @@ from mujoco import batch as mjbatch
 
 from unienv.backends.base import (
     TERRAIN_GROUP,
-    BodyViews,
     Capabilities,
     DRTerm,
     SceneInfo,
     SimBackend,
     compile_spec,
     load_mjmodel,
-    mj_body_views,
 )
 from unienv.backends.dr_rules import RULES, ModelDR
+from unienv.backends.mujoco_reads import _ACC, _NONE, _SENSED, MujocoReads
 from unienv.errors import ArgumentError
 
-_ACC = mujoco.mjtStage.mjSTAGE_ACC.value
-_VEL = mujoco.mjtStage.mjSTAGE_VEL.value
-_NONE = mujoco.mjtStage.mjSTAGE_NONE.value
-# the whole mj_forward with sensors on (cfrc_ext too, which the hidden sensor makes MuJoCo
-# compute); _ACC alone is mj_forward with sensors off, all that MuJoCo fields but cfrc_ext need
-_SENSED = _ACC + 1
-_SENSORS_OFF = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
 _HIDDEN_SENSOR = "_unienv_cfrc"
 # warnings after which MuJoCo resets an env's data: a bad qpos, qvel or qacc (adjacent codes)
 _UNSTABLE = slice(int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQACC) + 1)
@@ -137,7 +131,7 @@ def with_contact_sensor(scene: str, scene_model: mujoco.MjModel, movable_com: bo
     return model
 
 
-class MujocoBackend(SimBackend):
+class MujocoBackend(MujocoReads, SimBackend):
     """Batched MuJoCo on the CPU; see the module docstring."""
 
     name = "mujoco"
@@ -194,7 +188,8 @@ class MujocoBackend(SimBackend):
         self._qpos = b.bind("qpos")
         self._qvel = b.bind("qvel")
         self._xfrc = b.bind("xfrc_applied")
-        self._views = {name: torch.from_numpy(b.bind(name)) for name in ("time", "qpos", "qvel", "ctrl")}
+        self._host_views = {name: b.bind(name) for name in ("time", "qpos", "qvel", "ctrl")}
+        self._views = {name: torch.from_numpy(view) for name, view in self._host_views.items()}
         self._mocap = (torch.from_numpy(b.bind("mocap_pos")), torch.from_numpy(b.bind("mocap_quat")))
         # derived outputs (NumPy views refreshed by each batch call): gathered in NumPy, a
         # quarter of torch's cost per call on small arrays
@@ -228,7 +223,7 @@ class MujocoBackend(SimBackend):
         self._user_sensors = m.nsensor > 1  # the scene's own, besides the hidden one
 
     def _close(self) -> None:
-        del self._batch, self._views, self._out
+        del self._batch, self._views, self._host_views, self._out
 
     # ---- hot path -----------------------------------------------------------
 
@@ -277,42 +272,6 @@ class MujocoBackend(SimBackend):
             self._xfrc[:] = 0.0
             self._wrench_pending = False
 
-    def _sensors(self, on: bool) -> None:
-        """Sensors on or off in the batch's next calls (set only when that changes: a write
-        to the per-simulation flags costs a microsecond)."""
-        flags = self._disableflags
-        if flags is not None and on is not self._sensors_on:
-            flags[:] = self.model.opt.disableflags | (0 if on else _SENSORS_OFF)
-            self._sensors_on = on
-
-    def _forward(self, rows: np.ndarray | None = None, stage: int = _SENSED) -> None:
-        """The forward stages up to `stage` for those rows (or all), sensors included but at
-        _ACC (the fields without sensors)."""
-        self._sensors(stage != _ACC)
-        self._batch.forward(rows, stage=min(stage, _ACC))
-
-    def _refresh(self, stage: int = _SENSED) -> None:
-        """The forward stages up to `stage` over all envs if a step left them behind the state,
-        or mj_forward over the rows whose state was set since."""
-        self._wanted = max(self._wanted, stage)
-        if self._fresh < stage:
-            self._forward(stage=stage)
-            self._fresh = stage
-            self._stale[:] = False
-            self._any_stale = False
-        else:
-            self._refresh_stale()
-
-    def _refresh_stale(self) -> None:
-        """mj_forward for the rows whose state was set since their outputs were computed."""
-        if self._any_stale:
-            self._forward(np.flatnonzero(self._stale))
-            self._stale[:] = False
-            self._any_stale = False
-
-    def _state_views(self) -> Mapping[str, torch.Tensor]:
-        return self._views
-
     def _pop_diverged(self) -> torch.Tensor:
         diverged = self._pop_diverged_host()
         return torch.from_numpy(np.zeros(self.num_envs, dtype=bool) if diverged is None else diverged)
@@ -341,48 +300,12 @@ class MujocoBackend(SimBackend):
         self._stale[rows] = True  # mj_forward at the next derived read
         self._any_stale = True
 
-    def _body_views(self, body_ids: np.ndarray) -> BodyViews:
-        self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
-        return mj_body_views(self._out, self._root, body_ids)
-
-    def _sensor_view(self, sensor_id: int) -> torch.Tensor:
-        self._refresh()
-        adr = int(self.info.sensor_adr[sensor_id])
-        return self._sensordata[:, adr : adr + int(self.info.sensor_dim[sensor_id])]
-
-    def _contact_forces(self, body_ids: np.ndarray) -> torch.Tensor:
-        # the last substep's (no mj_forward), unless it had a wrench on (which cfrc_ext includes)
-        # or ran without sensors (no read before it): then those at the state, without the wrench
-        if self._pushed or not self._contacts_read:
-            self._contacts_read = True
-            self._refresh()
-        else:
-            self._refresh_stale()  # a reset row's are those at its new state
-        return torch.from_numpy(self._out["cfrc_ext"][:, body_ids, 3:])  # a gather in NumPy: a copy
-
-    def _site_jacobian(self, site_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-        self._refresh(_VEL)
-        body = int(self.model.site_bodyid[site_id])
-        point = self._out["site_xpos"][:, site_id]
-        jacp, jacr = self._batch.jac(body, point)
-        return torch.from_numpy(jacp), torch.from_numpy(jacr)
-
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
         self._refresh()  # contact forces read before the step must not include the wrench
         self._xfrc[:] = 0.0
         self._xfrc[:, body_ids, :3] = force.numpy()
         self._xfrc[:, body_ids, 3:] = torque.numpy()
         self._wrench_pending = True
-
-    def _mj_field(self, name: str) -> torch.Tensor:
-        if name not in self._mj_bound:  # a newly bound output is filled by the next call
-            self._mj_bound[name] = self._batch.bind(name)
-            self._fresh = _NONE
-        self._refresh(_SENSED if name == "cfrc_ext" else _ACC)  # only cfrc_ext needs the sensors
-        value = torch.from_numpy(self._mj_bound[name].copy())
-        if name == "site_xpos":  # without the hidden sensor's site, which is last
-            value = value[:, : len(self.info.names["site"])]
-        return value
 
     def _mocap_views(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self._mocap

@@ -2,9 +2,10 @@
 
 Every backend compiles its scene's MJCF with MuJoCo once (`load_mjmodel`, `compile_spec`),
 whatever engine then simulates it, so the layout every backend reports (`SceneInfo`: names,
-ids, qpos and dof addresses, in MJCF order) is MuJoCo's. `mj_body_views` turns MuJoCo's
-derived arrays (xpos, xquat, cvel, subtree_com), from `mujoco.batch` or MuJoCo Warp, into the
-contract's `BodyViews`. `MJ_FIELDS` names the derived mjData fields `get_mj_field` serves.
+ids, qpos and dof addresses, in MJCF order) is MuJoCo's. `mj_body_views` (torch, MuJoCo
+Warp's) and `host_body_views` (NumPy, `mujoco.batch`'s) turn MuJoCo's derived arrays (xpos,
+xquat, cvel, subtree_com) into the contract's `BodyViews`. `MJ_FIELDS` names the derived
+mjData fields `get_mj_field` serves.
 
 Nothing here holds state; importing this module does not import mujoco (each helper does).
 """
@@ -49,30 +50,30 @@ class BodyViews(NamedTuple):
     ang_vel: torch.Tensor  # (N, B, 3)
 
 
-def mj_body_views(out: Mapping[str, Any], root: Any, ids: Any) -> BodyViews:
-    """BodyViews of bodies `ids` from MuJoCo's xpos, xquat, cvel and subtree_com (N, nbody, ...),
-    as torch tensors; `out`, `root` and `ids` are torch tensors, or NumPy arrays (the gathers
-    then run in NumPy with `take`, which at a few envs costs a fifth of an indexed gather, and
-    the results are wrapped).
+def mj_body_views(out: Mapping[str, torch.Tensor], root: torch.Tensor, ids: torch.Tensor) -> BodyViews:
+    """BodyViews of bodies `ids` from MuJoCo's xpos, xquat, cvel and subtree_com (N, nbody, ...)
+    as torch tensors (MuJoCo Warp's); `root` is MuJoCo's body_rootid.
 
     cvel is the spatial velocity [angular, linear] at the subtree COM of each
-    body's root (`root`, MuJoCo's body_rootid); the origin's linear velocity is
-    v + w x (p - c).
+    body's root; the origin's linear velocity is v + w x (p - c).
     """
-    if isinstance(ids, np.ndarray):
-        pos, cvel = out["xpos"].take(ids, 1), out["cvel"].take(ids, 1)
-        ang = cvel[..., :3]
-        arm = pos - out["subtree_com"].take(root.take(ids), 1)
-        # w x r by components, as NUMPY.cross computes it (np.cross costs three times as much)
-        cross = ang.take(_NEXT, -1) * arm.take(_LAST, -1) - ang.take(_LAST, -1) * arm.take(_NEXT, -1)
-        views = (pos, out["xquat"].take(ids, 1), cvel[..., 3:] + cross, ang.copy())
-        return BodyViews(*map(torch.from_numpy, views))
     xp = torch_namespace(ids.device)
     pos = out["xpos"][:, ids]
     cvel = out["cvel"][:, ids]
     ang = cvel[..., :3]
     lin = cvel[..., 3:] + xp.cross(ang, pos - out["subtree_com"][:, root[ids]])
     return BodyViews(pos, out["xquat"][:, ids], lin, xp.copy(ang))
+
+
+def host_body_views(out: Mapping[str, np.ndarray], root: np.ndarray, ids: np.ndarray) -> BodyViews:
+    """mj_body_views on NumPy arrays (`mujoco.batch`'s), as NumPy arrays: the gathers run with
+    `take`, which at a few envs costs a fifth of an indexed gather."""
+    pos, cvel = out["xpos"].take(ids, 1), out["cvel"].take(ids, 1)
+    ang = cvel[..., :3]
+    arm = pos - out["subtree_com"].take(root.take(ids), 1)
+    # w x r by components, as NUMPY.cross computes it (np.cross costs three times as much)
+    cross = ang.take(_NEXT, -1) * arm.take(_LAST, -1) - ang.take(_LAST, -1) * arm.take(_NEXT, -1)
+    return BodyViews(pos, out["xquat"].take(ids, 1), cvel[..., 3:] + cross, ang.copy())
 
 
 _NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])  # the cross product's index cycles

@@ -127,6 +127,7 @@ def measure(
     raw = backends.raw_loop(backend)(sim, the_task.decimation, replay)
     writes, controls = replay.on(sim.device, sim.get_capabilities().dtype)
     views = sim.get_state_views()
+    reader = sim.host_reads() if the_task.xp.name == "numpy" else sim  # as the env's task reads
 
     def backend_step() -> None:
         i = replay.next()
@@ -137,7 +138,7 @@ def measure(
 
     def reads_step() -> None:
         backend_step()
-        the_task.read(sim)  # set up on the env's backend: the same scene, the same ids
+        the_task.read(reader)  # set up on the env's backend: the same scene, the same ids
 
     # the task's math on the env's memory after its reset and the bench's actions, in its namespace
     memory, task_actions = env._memory, env._path.array(actions)
@@ -146,7 +147,7 @@ def measure(
     def task_step() -> None:
         nonlocal before
         backend_step()
-        s = the_task.read(sim)
+        s = the_task.read(reader)
         the_task.control(task_actions, before, memory)
         the_task.reward(s, before, task_actions, memory)
         the_task.terminated(s, memory)

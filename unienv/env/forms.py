@@ -91,13 +91,13 @@ def step_one(env: UniEnv, actions):
     task's same calls in the same order, so the same outputs bit for bit, without what only a
     vector of envs needs: the episode sums and stats (a single env's caller keeps its own) and
     the autoreset (a single env has none). The task's arrays are (1, ...)."""
-    path, task, backend, xp = env._path, env.task, env.backend, env._xp
+    path, task, xp = env._path, env.task, env._xp
     actions, info = path.checked_actions(env._checked_actions(actions))
     before, memory = env._reading, env._memory
     ctrl = task.control(actions, before, memory)
     path.physics_step(ctrl, env._pending_reset)
     env._midway = True
-    reading = task.read(backend)
+    reading = task.read(path.reader)
     reward, terms = task.reward(reading, before, actions, memory)
     terminated = task.terminated(reading, memory)
     env._memory = memory = task.remember(reading, actions, memory)

@@ -7,7 +7,9 @@ it whose answer depends on where the state lives goes to its `Path`:
                backend and DR plus the task's `env_ids` and `rng`; `any(mask)`:
                whether masked work can be skipped (host) or always runs (device);
                `diverged()`: the engine's diverged envs, None where the host saw none
-  conversions  `array(t)` and `tensor(a)` between torch and the task's namespace
+  conversions  `array(t)` and `tensor(a)` between torch and the task's namespace;
+               `reader`, what the task reads the state from: the backend, or on
+               HostNumpyPath its `host_reads()` (the CPU engine's NumPy arrays)
   carry        `keep(old, new)`: the new value (host), or copied into the old
                tensors in place (device: a captured CUDA graph reads what its
                last replay wrote)
@@ -50,10 +52,11 @@ from unienv.utils.rows import Rows, device_rows, host_rows
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """The envs a reset starts: `rows` for the backend and DR, and the task's view of them:
-    `env_ids` (its namespace; every id on the device path) and `rng`, a row per row of env_ids."""
+    """The envs a reset starts: `rows` for the backend and DR (None on the host NumPy path
+    without DR, where nothing takes them), and the task's view of them: `env_ids` (its
+    namespace; every id on the device path) and `rng`, a row per row of env_ids."""
 
-    rows: Rows
+    rows: Rows | None
     env_ids: Any
     rng: Sampler
 
@@ -74,6 +77,7 @@ class Path:
 
     def __init__(self, env: Any, random: EnvRandom, cuda_graph: bool = False):
         self.backend, self.task, self.random = env.backend, env.task, random
+        self.reader = self.backend  # what the task reads from (`Task.read`)
         if self.task.xp.name != self.namespace:
             raise RuntimeError(f"{type(self).__name__}: the task computes in {self.task.xp.name}")
         self.xp = self.task.xp
@@ -179,13 +183,19 @@ class HostNumpyPath(HostPath):
     array = staticmethod(torch.Tensor.numpy)
     tensor = staticmethod(torch.from_numpy)
 
+    def __init__(self, env: Any, random: EnvRandom, cuda_graph: bool = False):
+        super().__init__(env, random)
+        self.reader = self.backend.host_reads()  # the engine's own arrays, no torch views
+        self.dr_on = env.dr is not None  # DR alone takes a selection's torch rows
+
     @staticmethod
     def any(mask: np.ndarray) -> bool:
         return np.count_nonzero(mask) > 0  # a C call: a fifth of ndarray.any's cost on a few envs
 
     def select(self, mask: np.ndarray) -> Selection:
         ids = np.flatnonzero(mask)
-        return Selection(Rows(torch.from_numpy(mask), torch.from_numpy(ids)), ids, self.random.for_envs(ids))
+        rows = Rows(torch.from_numpy(mask), torch.from_numpy(ids)) if self.dr_on else None
+        return Selection(rows, ids, self.random.for_envs(ids))
 
     @staticmethod
     def clear(x: np.ndarray, mask: np.ndarray, value) -> None:

@@ -263,7 +263,7 @@ class UniEnv(VectorEnv):
         self._observer.after_reset(mask, self._memory)
         path.clear(self._length, mask, 0)
         path.clear(self._start, mask, path.now())
-        self._reading = path.keep(self._reading, task.read(self.backend))
+        self._reading = path.keep(self._reading, task.read(path.reader))
         self._sums.clear(path, mask, task.metrics(self._reading, self._memory))
         fresh = self._finish_obs(task.observe(self._reading, self._memory), selection.rows)
         return fresh if obs is None else xp.where(mask[:, None], fresh, obs)
@@ -282,7 +282,7 @@ class UniEnv(VectorEnv):
         Call it after writing the backend's state directly (set_state_tensor): the
         next step's reward then differences against that state.
         """
-        self._reading = self._path.keep(self._reading, self.task.read(self.backend))
+        self._reading = self._path.keep(self._reading, self.task.read(self._path.reader))
         obs = self._finish_obs(self.task.observe(self._reading, self._memory), None)
         return self._observer.observation(self._path.tensor(obs), self._memory)
 
@@ -336,7 +336,7 @@ class UniEnv(VectorEnv):
             # a bad ctrl is refused before it is written; NEXT_STEP's restarts need no physics
             path.physics_step(ctrl, self._pending_reset)
             self._midway = True
-            reading = task.read(self.backend)
+            reading = task.read(path.reader)
             now = (*task.reward(reading, before, actions, memory), task.terminated(reading, memory))
             outcome = now if outcome is None else repeated(xp, *outcome, *now)
             self._memory = memory = path.keep(self._memory, task.remember(reading, actions, memory))
