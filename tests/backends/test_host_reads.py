@@ -2,6 +2,7 @@
 each read gives the backend's own read's values as NumPy arrays, at the state the backend holds,
 with the same refusals; and a single env's step on the CPU engine then calls no torch at all."""
 
+import copy
 import cProfile
 import os
 import pstats
@@ -101,6 +102,7 @@ def test_host_reads_of_a_closed_backend_raise_and_the_rest_is_the_backends():
     host = backend.host_reads()
     assert host.num_envs == 3 and host.info is backend.info
     assert np.array_equal(host.find("body", "box"), backend.find("body", "box"))
+    assert copy.copy(host).backend is backend  # a copy is built without __init__: no recursion
     backend.close()
     with pytest.raises(BackendClosedError):
         host.get_state_views()

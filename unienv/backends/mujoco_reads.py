@@ -143,6 +143,8 @@ class HostReads:
         self.backend = backend
 
     def __getattr__(self, name: str) -> Any:
+        if name == "backend":  # not set yet (an object being copied): no recursion
+            raise AttributeError(name)
         return getattr(self.backend, name)
 
     def get_state_views(self) -> Mapping[str, np.ndarray]:
