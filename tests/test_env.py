@@ -1,6 +1,8 @@
 """UniEnv: Gymnasium's vector API, autoreset modes, seeding, refusals, NumPy form."""
 
+import cProfile
 import os
+import pstats
 import subprocess
 import sys
 
@@ -343,6 +345,51 @@ def test_numpy_form_and_gymnasium_wrappers():
         if "episode" in info:
             ended += int(info["_episode"].sum())
     assert ended > 0
+
+
+def assert_same_outputs(numpy_out, torch_out, where):
+    """NumPy outputs equal the torch env's bit for bit, through the tuple and nested info dicts
+    (but episodes' wall-clock time, `t`)."""
+    if where.endswith("['t']"):
+        return
+    if isinstance(torch_out, tuple):
+        for i, (a, b) in enumerate(zip(numpy_out, torch_out, strict=True)):
+            assert_same_outputs(a, b, f"{where}[{i}]")
+    elif isinstance(torch_out, dict):
+        assert numpy_out.keys() == torch_out.keys(), where
+        for k in torch_out:
+            assert_same_outputs(numpy_out[k], torch_out[k], f"{where}[{k!r}]")
+    elif isinstance(torch_out, torch.Tensor):
+        assert isinstance(numpy_out, np.ndarray), where
+        np.testing.assert_array_equal(numpy_out, torch_out.numpy(), err_msg=where)
+    else:
+        assert numpy_out == torch_out, where
+
+
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+@pytest.mark.parametrize("task", ["inverted_double_pendulum", "quadruped"])
+def test_the_numpy_form_steps_as_the_torch_env_without_torch_on_the_cpu_engine(task, mode):
+    """numpy_env steps the env in its own arrays (NumPy on the CPU engine): outputs, infos
+    and ended episodes' final observations equal the torch env's, and at one env the step
+    calls no torch at all (each call costs a few microseconds inside a NumPy step)."""
+    envs = [unienv.make(task, num_envs=3, seed=4, max_episode_steps=6, autoreset_mode=mode) for _ in range(2)]
+    numpy_form, torch_form = unienv.numpy_env(envs[0]), envs[1]
+    obs, _ = numpy_form.reset(seed=4)
+    np.testing.assert_array_equal(obs, torch_form.reset(seed=4)[0].numpy())
+    ended = 0
+    for t, a in enumerate(random_actions(torch_form, 14)):
+        out = numpy_form.step(a.numpy())
+        assert_same_outputs(out, torch_form.step(a), f"step {t}")
+        ended += int((out[2] | out[3]).sum())
+    assert ended > 0, "no episode ended: final observations not compared"
+    single = unienv.numpy_env(unienv.make(task, num_envs=1, seed=0, max_episode_steps=6, autoreset_mode=mode))
+    single.reset(seed=0)
+    actions = [a[:1].numpy() for a in random_actions(torch_form, 14)]
+    single.step(actions[0])  # first reads bind outputs and find ids
+    profile = cProfile.Profile()
+    profile.runcall(lambda: [single.step(a) for a in actions])
+    calls = [f"{file}:{name}" for file, _, name in pstats.Stats(profile).stats]
+    assert [c for c in calls if "torch" in c] == []
 
 
 def test_make_vec_and_render():

@@ -259,13 +259,15 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
         on the CPU engine, where those checks cost as much as a small model's physics; a wrong
         argument is undefined behaviour.
 
-        env_ids (a sorted int64 tensor of distinct ids, or None: every env): the envs that need
-        the physics. An engine that can step a subset holds the others still; their derived
+        env_ids (a sorted int64 tensor of distinct ids, or such a NumPy array on a CPU
+        backend, or None: every env): the envs that need the physics. An engine that can step a subset holds the others still; their derived
         quantities are then undefined until the caller writes their state, which it must
         (NEXT_STEP's resets: the env steps only the envs it does not restart)."""
         self._ready()
         if ctrl.__class__ is np.ndarray and not self.takes_numpy:
             ctrl = torch.from_numpy(ctrl)
+        if env_ids.__class__ is np.ndarray and not self.takes_numpy:
+            env_ids = torch.from_numpy(env_ids)
         if env_ids is None:
             self._step(ctrl, nsteps)
         else:

@@ -227,8 +227,8 @@ class MujocoBackend(MujocoReads, SimBackend):
 
     # ---- hot path -----------------------------------------------------------
 
-    def _step_rows(self, ctrl: torch.Tensor, nsteps: int, ids: torch.Tensor) -> None:
-        self._step(ctrl, nsteps, ids.numpy())  # Batch.step over those simulations alone
+    def _step_rows(self, ctrl: HostOrTensor, nsteps: int, ids: HostOrTensor) -> None:
+        self._step(ctrl, nsteps, _host(ids))  # Batch.step over those simulations alone
 
     def _step(self, ctrl: torch.Tensor | np.ndarray, nsteps: int, rows: np.ndarray | None = None) -> None:
         self._ctrl[:] = ctrl if ctrl.__class__ is np.ndarray else ctrl.detach().numpy()

@@ -20,10 +20,20 @@ class NumpyEnv(VectorWrapper):
     """A UniEnv with NumPy inputs and outputs (arrays on the host), infos included."""
 
     def step(self, actions):
-        return tuple(to_numpy(x) for x in self.env.step(torch.as_tensor(np.asarray(actions))))
+        return numpy_step(self.env, actions)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         return tuple(to_numpy(x) for x in self.env.reset(seed=seed, options=options))
+
+
+def numpy_step(env, actions) -> tuple:
+    """`env.step` with NumPy actions and outputs (infos included). A UniEnv steps in its own
+    arrays, which on the CPU engine with a NumPy task are NumPy: no torch round trip in or out
+    (a third of the step at one env, measured); a wrapper of one steps through torch."""
+    actions = np.asarray(actions)
+    if isinstance(env, UniEnv):
+        return tuple(to_numpy(x) for x in env._step_arrays(actions))
+    return tuple(to_numpy(x) for x in env.step(torch.as_tensor(actions)))
 
 
 def numpy_env(env) -> NumpyEnv:

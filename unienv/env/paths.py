@@ -212,7 +212,7 @@ class HostNumpyPath(HostPath):
     def physics_step(self, ctrl: np.ndarray, held: np.ndarray) -> None:
         """Step every env but the `held` ones (NEXT_STEP's restarts, whose step is a reset)."""
         check_task_output(self.task, "action_to_ctrl", "ctrl", ctrl, (self.num_envs, self.backend.nu))
-        ids = torch.from_numpy(np.flatnonzero(~held)) if np.count_nonzero(held) else None
+        ids = np.flatnonzero(~held) if np.count_nonzero(held) else None
         self.backend.step_unchecked(ctrl, self.decimation, ids)
 
     def write_state(self, selection: Selection, qpos: np.ndarray, qvel: np.ndarray) -> None:

@@ -26,6 +26,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
+from unienv.env.forms import numpy_step
 from unienv.errors import ArgumentError
 
 
@@ -72,13 +73,12 @@ class Sb3VecEnv(VecEnv):
                 f"actions: expected shape {(self.num_envs, *self.action_space.shape)}, got {actions.shape}"
             )
         self._actions = None
-        obs, reward, terminated, truncated, info = self.env.step(torch.from_numpy(actions))
-        terminated, truncated = _numpy(terminated), _numpy(truncated)
+        obs, reward, terminated, truncated, info = numpy_step(self.env, actions)  # NumPy in and out
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
-            final_obs = _numpy(info["final_obs"]).astype(self._obs_dtype, copy=False)
-            episode = {k: _numpy(v) for k, v in info["final_info"]["episode_stats"].items()}
+            final_obs = info["final_obs"].astype(self._obs_dtype, copy=False)
+            episode = info["final_info"]["episode_stats"]
             for i in np.flatnonzero(dones):
                 infos[i] = {
                     "terminal_observation": final_obs[i],
@@ -90,8 +90,8 @@ class Sb3VecEnv(VecEnv):
                     },
                 }
         return (
-            _numpy(obs).astype(self._obs_dtype, copy=False),
-            _numpy(reward).astype(np.float32),
+            obs.astype(self._obs_dtype, copy=False),
+            reward.astype(np.float32),
             dones,
             infos,
         )
