@@ -260,9 +260,10 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
         argument is undefined behaviour.
 
         env_ids (a sorted int64 tensor of distinct ids, or such a NumPy array on a CPU
-        backend, or None: every env): the envs that need the physics. An engine that can step a subset holds the others still; their derived
-        quantities are then undefined until the caller writes their state, which it must
-        (NEXT_STEP's resets: the env steps only the envs it does not restart)."""
+        backend, or None: every env): the envs that need the physics. An engine that can step
+        a subset holds the others still; their derived quantities are then undefined until the
+        caller writes their state, which it must (NEXT_STEP's resets: the env steps only the
+        envs it does not restart)."""
         self._ready()
         if ctrl.__class__ is np.ndarray and not self.takes_numpy:
             ctrl = torch.from_numpy(ctrl)
