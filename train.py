@@ -46,9 +46,7 @@ from omegaconf import DictConfig
 
 from unienv import viewer
 from unienv.tools import cli
-
-cli.require_extra("rsl_rl", extra="rsl-rl")
-from unienv.training.run import train  # noqa: E402  (imports rsl_rl)
+from unienv.training.run import train
 
 
 @hydra.main(version_base="1.3", config_path="cfg", config_name="train")

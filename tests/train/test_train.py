@@ -156,8 +156,16 @@ PRESETS = sorted(
 @pytest.mark.slow
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_documented_preset_trains_through_its_evaluation(preset, tmp_path):
-    """Each cfg/train/ preset on the CPU: one tiny iteration, the policy file, then the
-    evaluation of that file (the quadruped's prints its velocity-tracking error)."""
+    """Each cfg/train/ preset on the CPU: one tiny iteration (PPO) or a few env steps and updates
+    (the off-policy learner), the policy file, then the evaluation of that file (the quadruped's
+    prints its velocity-tracking error)."""
+    with open(os.path.join(ROOT, "cfg", "train", f"{preset}.yaml")) as f:
+        offpolicy = "\n  learner:" in f.read()
+    tiny = (
+        ["train.loop.env_steps=16", "train.loop.learning_starts=8", "train.loop.batch_size=8"]
+        if offpolicy
+        else ["train.iterations=1", "train.runner.num_steps_per_env=4"]
+    )
     out = run(
         [
             sys.executable,
@@ -166,8 +174,7 @@ def test_every_documented_preset_trains_through_its_evaluation(preset, tmp_path)
             "num_envs=4",
             "device=null",
             "backend=mujoco",
-            "train.iterations=1",
-            "train.runner.num_steps_per_env=4",
+            *tiny,
             "train.eval_steps=4",
             f"hydra.run.dir={tmp_path}/run",
         ],

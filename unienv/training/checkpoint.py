@@ -39,7 +39,8 @@ from unienv.training.untrusted import load_torch
 from unienv.utils import limits
 from unienv.utils.files import written
 
-FORMAT = "unienv.train/1"
+FORMAT = "unienv.train/1"  # train.py's PPO run (unienv.training.runner)
+OFFPOLICY_FORMAT = "unienv.train.offpolicy/1"  # its off-policy run (unienv.training.offpolicy.loop)
 CHECKPOINT = re.compile(r"model_(\d+)\.pt")
 # per-env wall-clock times: a new process has its own clock
 _CLOCKS = ("_start", "_now")
@@ -48,10 +49,11 @@ _CLOCKS = ("_start", "_now")
 _SKIP = ("backend", "_renderer", "_graph", *_CLOCKS)
 
 
-def save_checkpoint(path: str, state: dict) -> None:
-    """Write `state` to path atomically (a temporary file beside it, then os.replace)."""
+def save_checkpoint(path: str, state: dict, fmt: str = FORMAT) -> None:
+    """Write `state` to path atomically (a temporary file beside it, then os.replace), marked as
+    `fmt`: FORMAT for rsl_rl's PPO, OFFPOLICY_FORMAT for the off-policy learner."""
     with written(path) as temporary:
-        torch.save({"format": FORMAT, **state}, temporary)
+        torch.save({"format": fmt, **state}, temporary)
 
 
 def find_checkpoint(path: str) -> str:
@@ -72,29 +74,33 @@ def load_checkpoint(path: str) -> tuple[str, dict]:
     """(the file read, its state) for a checkpoint file or a run dir; refuses anything else."""
     path = find_checkpoint(path)
     state = load_torch(path, "train.resume")  # a regular file, stored entries, no code run
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in FIELDS:
         given = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise ArgumentError(
-            f"train.resume: {path} has format {given!r}, expected {FORMAT!r} (a checkpoint of this "
-            "unienv's train.py; rsl_rl's own model_<it>.pt files hold no env state)"
+            f"train.resume: {path} has format {given!r}, expected one of {sorted(FIELDS)} (a checkpoint "
+            "of this unienv's train.py; rsl_rl's own model_<it>.pt files hold no env state)"
         )
-    _check_fields(state, path)
+    _check_fields(state, path, FIELDS[state["format"]])
     return path, state
 
 
-# the top-level fields of a checkpoint and their types (runner.Runner.save writes them)
+# the top-level fields of each format's checkpoint and their types (runner.Runner.save and
+# offpolicy.loop.OffPolicyRun.state write them)
+COMMON = {"run": dict, "iterations": int, "seconds": float, "env": dict, "torch_rng": torch.Tensor,
+          "cuda_rng": list, "curve": list}  # fmt: skip
 FIELDS = {
-    "run": dict, "iterations": int, "seconds": float, "algorithm": dict, "env": dict,
-    "adapter": dict, "logger": dict, "torch_rng": torch.Tensor, "cuda_rng": list, "curve": list,
-}  # fmt: skip
+    FORMAT: COMMON | {"algorithm": dict, "adapter": dict, "logger": dict},
+    OFFPOLICY_FORMAT: COMMON
+    | {"env_steps": int, "learner": dict, "replay": dict, "obs": torch.Tensor, "sums": dict},
+}
 MAX_ROW = 256
 """The most entries of one learning-curve row (and of each dict in it)."""
 
 
-def _check_fields(state: dict, path: str) -> None:
-    """Each field of FIELDS present and of its type, the iteration count within [0, MAX_COUNT],
+def _check_fields(state: dict, path: str, fields: dict[str, type]) -> None:
+    """Each of `fields` present and of its type, the iteration count within [0, MAX_COUNT],
     and the curve one flat row of numbers (and dicts of numbers) per iteration."""
-    for key, kind in FIELDS.items():
+    for key, kind in fields.items():
         value = state.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
             given = "nothing" if key not in state else type(value).__name__
@@ -276,3 +282,28 @@ def _assign(container: Any, key: Any, target: Any, value: torch.Tensor) -> None:
         container[key] = fresh
     else:
         setattr(container, key, fresh)
+
+
+def run_differences(theirs: dict, ours: dict) -> list[str]:
+    """What differs between a checkpoint's run identity and this run's, one line per option.
+
+    Options that are dicts (the task's, the backend's) list only the keys that differ; where the
+    task itself differs its options are left out, since they follow from it.
+    """
+    keys = sorted((set(theirs) | set(ours)) - {"processes"})
+    if theirs.get("task") != ours.get("task"):
+        keys = [key for key in keys if key != "task_options"]
+    lines = []
+    for key in keys:
+        a, b = theirs.get(key), ours.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            lines += [
+                f"{key}.{k}: the checkpoint has {a.get(k)!r}, this run {b.get(k)!r}"
+                for k in sorted(set(a) | set(b), key=str)
+                if a.get(k) != b.get(k)
+            ]
+        else:
+            lines.append(f"{key}: the checkpoint has {a!r}, this run {b!r}")
+    return lines

@@ -1,5 +1,7 @@
 """train.py's run (`train(cfg)`): build the envs, train with rsl_rl's PPO (`runner`), write the
-metrics, the learning curve and the policy file, then evaluate that file on fresh envs."""
+metrics, the learning curve and the policy file, then evaluate that file on fresh envs. A preset
+with `train.learner` trains with the off-policy learner instead (unienv.training.offpolicy.run),
+which needs no rsl_rl: this module imports rsl_rl only for PPO."""
 
 from __future__ import annotations
 
@@ -14,14 +16,13 @@ from omegaconf import DictConfig, OmegaConf
 import unienv
 from unienv.errors import ArgumentError
 from unienv.tasks.quadruped import Quadruped
-from unienv.training import runner as runner_module
 from unienv.training.checkpoint import load_checkpoint
 from unienv.training.distributed import check_timeout
 from unienv.training.policy import save_policy
 from unienv.training.rollout import make_policy, rollout
+from unienv.training.signals import StopSignal
 from unienv.utils import files, plots
 from unienv.utils.numbers import finite_or_none as _number
-from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor
 
 
 class TrackingError:
@@ -68,22 +69,43 @@ def process_group() -> tuple[int, int, int]:
     return int(os.getenv("RANK", "0")), int(os.getenv("LOCAL_RANK", "0")), int(os.getenv("WORLD_SIZE", "1"))
 
 
-def train(cfg: DictConfig, on_env=None) -> None:
-    """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation.
-    on_env(env), where given, is called once the envs are built and returns the viewer's watcher
-    (train.py's viewer=web: unienv.viewer.live.Watch), closed when training ends."""
-    rank, local_rank, world = process_group()
-    max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
-    timeout_s = check_timeout(cfg.distributed.timeout_s)
-    minutes = cfg.train.checkpoint_minutes
+def checked_minutes(minutes):
+    """train.checkpoint_minutes: a number > 0, or None (no timer)."""
     if minutes is not None and (
         isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
     ):
         raise ArgumentError(f"train.checkpoint_minutes: expected a number > 0 or null, got {minutes!r}")
-    checkpoint = load_checkpoint(hydra.utils.to_absolute_path(resume)) if resume is not None else None
+    return minutes
+
+
+def env_options(cfg: DictConfig) -> tuple[str, str, dict, dict]:
+    """(task, backend, task options, backend options) as unienv.make takes them from the config."""
     task_options = OmegaConf.to_container(cfg.task, resolve=True)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
+    return task, backend, task_options, {k: v for k, v in backend_options.items() if v is not None}
+
+
+def train(cfg: DictConfig, on_env=None) -> None:
+    """train.py's run: the envs, the runner, resume, learning, then the files and the evaluation.
+    on_env(env), where given, is called once the envs are built and returns the viewer's watcher
+    (train.py's viewer=web: unienv.viewer.live.Watch), closed when training ends."""
+    if cfg.train.get("learner") is not None:
+        from unienv.training.offpolicy.run import train_offpolicy
+
+        return train_offpolicy(cfg, on_env)
+    from unienv.tools import cli
+
+    cli.require_extra("rsl_rl", extra="rsl-rl")
+    from unienv.training import runner as runner_module
+    from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor
+
+    rank, local_rank, world = process_group()
+    max_seconds, resume = cfg.train.max_seconds, cfg.train.resume
+    timeout_s = check_timeout(cfg.distributed.timeout_s)
+    minutes = checked_minutes(cfg.train.checkpoint_minutes)
+    checkpoint = load_checkpoint(hydra.utils.to_absolute_path(resume)) if resume is not None else None
+    task, backend, task_options, backend_options = env_options(cfg)
     device = cfg.device
     if world > 1 and device is not None and torch.device(device).type == "cuda":
         device = f"cuda:{local_rank}"
@@ -98,7 +120,7 @@ def train(cfg: DictConfig, on_env=None) -> None:
         seed=cfg.seed + rank * cfg.num_envs,
         dr=cfg.dr,
         task_options=task_options,
-        backend_options={k: v for k, v in backend_options.items() if v is not None},
+        backend_options=backend_options,
     )
     vec_env = RslRlVecEnv(env)
     run_dir = hydra.core.hydra_config.HydraConfig.get().runtime.output_dir
@@ -123,7 +145,7 @@ def train(cfg: DictConfig, on_env=None) -> None:
         "iterations": cfg.train.iterations,
         "max_seconds": max_seconds,
     }
-    stop = runner_module.StopSignal()
+    stop = StopSignal()
     runner = runner_module.Runner(
         vec_env,
         runner_cfg,
@@ -212,6 +234,8 @@ def run_identity(cfg: DictConfig, task: str, backend: str, world: int) -> dict:
 def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, world) -> None:
     """After training: the summary, metrics.json, the learning curve, the policy file and (unless
     a signal stopped the run) its evaluation; on process 0."""
+    from unienv.wrappers.rsl_rl import exportable_actor
+
     task, backend = metrics["task"], metrics["backend"]
     done = len(runner.curve)  # every process logs each iteration; a resumed run's rows included
     iterations = done - metrics.get("resumed", {}).get("iterations", 0)
@@ -265,23 +289,21 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
     print(f"policy: {path}")
     metrics["policy"] = path
     if runner.stop.received is None:
-        task_options = OmegaConf.to_container(cfg.task, resolve=True)
-        task_options.pop("name")
-        backend_options = OmegaConf.to_container(cfg.backend)
-        backend_options.pop("name")
-        metrics["eval"] = evaluate(cfg, task, backend, str(env.device), task_options, backend_options, path)
+        metrics["eval"] = evaluate(cfg, str(env.device), path)
     write_json(metrics_path, metrics)
     print(f"metrics: {metrics_path}")
     if runner.stopped_by != "iterations":  # a signal or train.max_seconds: the last checkpoint is kept
         print(f"resume with: python train.py train.resume={run_dir} (and this run's other options)")
 
 
-def evaluate(cfg, task, backend, device, task_options, backend_options, path) -> dict | None:
-    """Roll the saved policy file out deterministically on fresh envs; print and return its episode
-    statistics (and, for the quadruped, its mean velocity-tracking error)."""
+def evaluate(cfg, device, path) -> dict | None:
+    """Roll the saved policy file out deterministically on fresh envs (the run's task, backend and
+    DR, seeded seed + 10000); print and return its episode statistics (and, for the quadruped,
+    its mean velocity-tracking error)."""
     steps = cfg.train.eval_steps
     if steps == 0:
         return None
+    task, backend, task_options, backend_options = env_options(cfg)
     env = unienv.make(
         task,
         backend=backend,
@@ -290,7 +312,7 @@ def evaluate(cfg, task, backend, device, task_options, backend_options, path) ->
         seed=cfg.seed + 10_000,
         dr=cfg.dr,
         task_options=task_options,
-        backend_options={k: v for k, v in backend_options.items() if v is not None},
+        backend_options=backend_options,
     )
     tracking = TrackingError(env.task) if isinstance(env.task, Quadruped) else None
     try:

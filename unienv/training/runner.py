@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 
 import numpy as np
@@ -20,7 +19,13 @@ import torch
 from rsl_rl.runners import OnPolicyRunner
 
 from unienv.errors import ArgumentError
-from unienv.training.checkpoint import check_env_state, env_state, load_env_state, save_checkpoint
+from unienv.training.checkpoint import (
+    check_env_state,
+    env_state,
+    load_env_state,
+    run_differences,
+    save_checkpoint,
+)
 from unienv.training.distributed import ProcessGroup, broadcast_flags, gather_states
 from unienv.training.untrusted import conform
 from unienv.utils.numbers import finite_or_none as _number
@@ -33,32 +38,6 @@ class OutOfTime(Exception):
 
 class Interrupted(Exception):
     """Raised after the iteration under way when SIGTERM or SIGINT arrived, to leave the learn loop."""
-
-
-class StopSignal:
-    """SIGTERM and SIGINT noted, not acted on at once: the runner stops after the iteration under way
-    (its checkpoint needs the state between two iterations). A second SIGINT (Ctrl-C) acts as usual;
-    a repeated SIGTERM is noted again (torchrun forwards one more than once; a scheduler's next
-    step is SIGKILL)."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self):
-        self.received: int | None = None
-        self._previous = {s: signal.signal(s, self._note) for s in self.SIGNALS}
-
-    def _note(self, signum, frame) -> None:
-        if self.received is None:
-            print(
-                f"{signal.Signals(signum).name}: stopping after this iteration", file=sys.stderr, flush=True
-            )
-        self.received = signum
-        if signum == signal.SIGINT:
-            signal.signal(signum, self._previous[signum])
-
-    def restore(self) -> None:
-        for s, handler in self._previous.items():
-            signal.signal(s, handler)
 
 
 class Runner(OnPolicyRunner):
@@ -210,7 +189,7 @@ class Runner(OnPolicyRunner):
         each rank keeps the envs and random state this run built for it (fresh envs seeded for
         rank r, torch seeded seed + r). Returns which of the two ("exact" or "re-seeded").
         """
-        differences = _differences(state["run"], self.run_identity)
+        differences = run_differences(state["run"], self.run_identity)
         if differences:
             raise ArgumentError(
                 f"train.resume: {path} is a checkpoint of another run; resume it with its options:\n  "
@@ -341,28 +320,3 @@ class Runner(OnPolicyRunner):
             torch.cuda.set_device(self.gpu_local_rank)
             backend = "nccl"
         self.group = ProcessGroup.start(backend, self.gpu_global_rank, world, self.timeout_s)
-
-
-def _differences(theirs: dict, ours: dict) -> list[str]:
-    """What differs between a checkpoint's run identity and this run's, one line per option.
-
-    Options that are dicts (the task's, the backend's) list only the keys that differ; where the
-    task itself differs its options are left out, since they follow from it.
-    """
-    keys = sorted((set(theirs) | set(ours)) - {"processes"})
-    if theirs.get("task") != ours.get("task"):
-        keys = [key for key in keys if key != "task_options"]
-    lines = []
-    for key in keys:
-        a, b = theirs.get(key), ours.get(key)
-        if a == b:
-            continue
-        if isinstance(a, dict) and isinstance(b, dict):
-            lines += [
-                f"{key}.{k}: the checkpoint has {a.get(k)!r}, this run {b.get(k)!r}"
-                for k in sorted(set(a) | set(b), key=str)
-                if a.get(k) != b.get(k)
-            ]
-        else:
-            lines.append(f"{key}: the checkpoint has {a!r}, this run {b!r}")
-    return lines
