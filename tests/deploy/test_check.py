@@ -21,7 +21,7 @@ from unienv.__main__ import main as unienv_main
 from unienv.deploy import runner
 from unienv.deploy.contract import contract_of, model_path
 from unienv.errors import ArgumentError
-from unienv.tasks.quadruped import Quadruped
+from unienv.tasks.velocity.quadruped import Quadruped
 from unienv.training.policy import save_policy
 from unienv.training.rollout import make_policy
 

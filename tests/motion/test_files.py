@@ -14,7 +14,7 @@ import pytest
 from unienv import robots
 from unienv.errors import ArgumentError
 from unienv.motion import Motion, clips, convert, load
-from unienv.tasks.g1_velocity import g1_scene
+from unienv.tasks.velocity.g1_velocity import g1_scene
 from unienv.tools import motion as tool
 
 

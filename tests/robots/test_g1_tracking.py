@@ -11,7 +11,7 @@ from tests.robots.test_tasks import ENGINES
 from unienv import backends
 from unienv.errors import ArgumentError
 from unienv.motion import clips
-from unienv.tasks.g1_tracking import SIGMAS, WEIGHTS, G1Tracking
+from unienv.tasks.tracking.g1_tracking import SIGMAS, WEIGHTS, G1Tracking
 from unienv.utils.random import EnvRandom
 
 N = 2

@@ -135,14 +135,15 @@ def test_every_module_is_in_a_group():
 
 
 def test_every_package_is_installed():
-    """pyproject's package list names every folder of unienv (a missing one is absent from a
-    non-editable install)."""
+    """pyproject's package list names every folder of unienv and of tasks/ (a missing one is
+    absent from a non-editable install)."""
     import tomllib
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {
-        ".".join(("unienv", *p.parent.relative_to(ROOT / "unienv").parts))
-        for p in (ROOT / "unienv").rglob("__init__.py")
+        ".".join((package, *p.parent.relative_to(folder).parts))
+        for package, folder in PACKAGE_DIRS.items()
+        for p in folder.rglob("__init__.py")
     }
     assert folders <= listed, sorted(folders - listed)
 
@@ -177,4 +178,4 @@ def test_the_env_calls_no_private_backend_method(name):
 
 def test_every_module_is_found():
     assert importlib.util.find_spec("unienv.env.paths") and "unienv.env.paths" in MODULES
-    assert "unienv.tasks.cartpole" in MODULES and "unienv.backends.base" in MODULES
+    assert "unienv.tasks.gym.cartpole" in MODULES and "unienv.backends.base" in MODULES

@@ -46,7 +46,7 @@ def evaluate(policy: str, motion: str, num_envs: int, steps: int, seed: int) -> 
     import torch
 
     import unienv
-    from unienv.tasks.g1_tracking import SIGMAS
+    from unienv.tasks.tracking.g1_tracking import SIGMAS
     from unienv.training.rollout import make_policy, rollout
 
     env = unienv.make("g1_tracking", num_envs=num_envs, seed=seed, task_options={"motion": motion})
@@ -103,6 +103,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _g1_scene() -> str:
     """The G1 scene of the g1 tasks (its "default" keyframe is the clips' first frame)."""
-    from unienv.tasks.g1_velocity import g1_scene
+    from unienv.tasks.velocity.g1_velocity import g1_scene
 
     return g1_scene(robots.model_file(*ROBOTS["g1"]), None)[0]

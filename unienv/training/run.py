@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import unienv
 from unienv.errors import ArgumentError
-from unienv.tasks.quadruped import Quadruped
+from unienv.tasks.velocity.quadruped import Quadruped
 from unienv.training import runner as runner_module
 from unienv.training.checkpoint import load_checkpoint
 from unienv.training.distributed import check_timeout

@@ -47,9 +47,9 @@ import numpy as np
 from unienv.backends.scene import edit_spec, write_spec
 from unienv.task import option
 from unienv.tasks.common import rotation_matrix
-from unienv.tasks.go1_velocity import WEIGHTS, Go1Options, Go1Velocity
-from unienv.tasks.quadruped import COMMAND_RANGES
-from unienv.tasks.quadruped_rough import QuadrupedRough, QuadrupedRoughOptions
+from unienv.tasks.velocity.go1_velocity import WEIGHTS, Go1Options, Go1Velocity
+from unienv.tasks.velocity.quadruped import COMMAND_RANGES
+from unienv.tasks.velocity.quadruped_rough import QuadrupedRough, QuadrupedRoughOptions
 
 NATURAL_FREQUENCY, DAMPING_RATIO = 2 * np.pi * 10.0, 2.0  # mjlab's: rad/s, and overdamped
 DEFAULT_POSE = {  # rad, by joint name suffix (mjlab's knees-bent stance); other joints at 0

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task, TaskOptions, option
+from unienv.tasks import ASSETS
 from unienv.tasks.common import rotation_matrix, to_body
 
 FEET = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
@@ -101,7 +102,7 @@ def feet_air_time(xp, air_time, contact, command_xy, dt, threshold):
 
 class Quadruped(Task):
     name = "quadruped"
-    scene = os.path.join(os.path.dirname(__file__), "assets", "quadruped.xml")
+    scene = os.path.join(ASSETS, "quadruped.xml")
     sim_dt = 0.005
     decimation = 4
     root_body = "base"

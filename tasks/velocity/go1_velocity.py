@@ -21,8 +21,8 @@ import numpy as np
 
 from unienv import robots
 from unienv.task import option
-from unienv.tasks.quadruped import COMMAND_RANGES, REWARD_WEIGHTS, TERMS, Quadruped, QuadrupedOptions
-from unienv.tasks.quadruped_rough import QuadrupedRough, QuadrupedRoughOptions
+from unienv.tasks.velocity.quadruped import COMMAND_RANGES, REWARD_WEIGHTS, TERMS, Quadruped, QuadrupedOptions
+from unienv.tasks.velocity.quadruped_rough import QuadrupedRough, QuadrupedRoughOptions
 
 WEIGHTS = REWARD_WEIGHTS | {"feet_slip": -0.1, "joint_limits": -10.0}
 

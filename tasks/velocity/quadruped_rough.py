@@ -23,7 +23,7 @@ import dataclasses
 import numpy as np
 
 from unienv.task import option
-from unienv.tasks.quadruped import Quadruped, QuadrupedOptions
+from unienv.tasks.velocity.quadruped import Quadruped, QuadrupedOptions
 from unienv.terrain import Curriculum, Surface, from_cfg
 
 SCAN_OFFSET, SCAN_CLIP = 0.5, 1.0  # m: the scan reads clip(base z - offset - ground height, +-clip)

@@ -45,8 +45,8 @@ from unienv.errors import ArgumentError
 from unienv.motion import clips, load
 from unienv.task import Task, TaskOptions, option
 from unienv.tasks.common import rotation_matrix, to_body
-from unienv.tasks.g1_velocity import G1_NCONMAX, G1_NJMAX, G1Velocity, g1_scene
-from unienv.tasks.go1_velocity import joint_limits
+from unienv.tasks.velocity.g1_velocity import G1_NCONMAX, G1_NJMAX, G1Velocity, g1_scene
+from unienv.tasks.velocity.go1_velocity import joint_limits
 
 BODIES = ("pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link", "right_hip_roll_link")
 BODIES += ("right_knee_link", "right_ankle_roll_link", "torso_link", "left_shoulder_roll_link")
