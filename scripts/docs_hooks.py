@@ -26,11 +26,11 @@ TASK = re.compile(r"^<!-- task: (\w+) -->$", re.M)
 
 
 def task_reference(name: str) -> str:
-    from unienv.tasks import TASKS, gym_id, option_defaults, task_class
+    from unienv.tasks import gym_id, option_defaults, task_class
 
     cls = task_class(name)
     task = cls()
-    doc = inspect.cleandoc(importlib.import_module(TASKS[name].split(":")[0]).__doc__ or "")
+    doc = inspect.cleandoc(importlib.import_module(cls.__module__).__doc__ or "")  # a robot's: its spec's
     options = ", ".join(f"`{k}={v!r}`" for k, v in option_defaults(name).items()) or "none"
     needs = ", ".join(f"`{f}`" for f in task.requires) or "nothing beyond the core contract"
     return "\n".join(

@@ -1,6 +1,9 @@
-"""unienv's tasks: one short module each, with its scene under assets/.
+"""unienv's tasks, grouped by family: gym/ (Gymnasium's suite), dmc/ (the DeepMind Control
+Suite), velocity/ (legged velocity: one task, a spec per robot), manipulation/ and tracking/; the
+scenes that ship with unienv are in assets/.
 
-TASKS maps the command-line name to "module:Class". A task's options are its
+TASKS maps the command-line name to "module:Class", or for a legged velocity task to the robot
+spec that the velocity task is bound to (`velocity("h1")`). A task's options are its
 `Options` dataclass (unienv.task): `option_defaults` and `checked_options` read
 it, and `store_configs` makes Hydra's `task` config group from it, so that each
 option is written once, in the task's module.
@@ -12,7 +15,7 @@ import importlib.util
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium
 
@@ -20,31 +23,50 @@ from unienv.errors import ArgumentError, CapabilityError, unknown_name
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 """Where Gymnasium keeps the MJCF models of its MuJoCo environments."""
+
+
+class Velocity(NamedTuple):
+    """A registry entry that binds the legged velocity task (velocity/task.py) to a robot spec:
+    the spec at "module:ATTRIBUTE" (velocity/robots/), on generated terrain by default where
+    `rough` (the *_rough ids)."""
+
+    robot: str
+    rough: bool = False
+
+
+def velocity(robot: str, rough: bool = False) -> Velocity:
+    """The entry of the velocity task of velocity/robots/<robot>.py's spec, <ROBOT>."""
+    return Velocity(f"unienv.tasks.velocity.robots.{robot}:{robot.upper()}", rough)
+
+
 ASSETS = os.path.join(os.path.dirname(__file__), "assets")
 """The scenes that ship with unienv (cartpole, the quadruped, the reach arm)."""
 
-TASKS = {
+TASKS: dict[str, str | Velocity] = {
+    # Gymnasium's suite (gym/)
     "cartpole": "unienv.tasks.gym.cartpole:Cartpole",
-    "ant": "unienv.tasks.gym.ant:Ant",
     "inverted_pendulum": "unienv.tasks.gym.inverted_pendulum:InvertedPendulum",
     "inverted_double_pendulum": "unienv.tasks.gym.inverted_double_pendulum:InvertedDoublePendulum",
     "reacher": "unienv.tasks.gym.reacher:Reacher",
     "half_cheetah": "unienv.tasks.gym.half_cheetah:HalfCheetah",
     "hopper": "unienv.tasks.gym.hopper:Hopper",
     "walker2d": "unienv.tasks.gym.walker2d:Walker2d",
+    "ant": "unienv.tasks.gym.ant:Ant",
     "humanoid": "unienv.tasks.gym.humanoid:Humanoid",
-    "quadruped": "unienv.tasks.velocity.quadruped:Quadruped",
-    "quadruped_rough": "unienv.tasks.velocity.quadruped_rough:QuadrupedRough",
+    # legged velocity (velocity/): one task, a spec per robot in velocity/robots/
+    "quadruped": velocity("quadruped"),
+    "quadruped_rough": velocity("quadruped", rough=True),
+    "go1_velocity": velocity("go1"),
+    "go1_velocity_rough": velocity("go1", rough=True),
+    "g1_velocity": velocity("g1"),
+    "g1_velocity_rough": velocity("g1", rough=True),
+    # manipulation (manipulation/)
     "reach": "unienv.tasks.manipulation.reach:Reach",
-    "leap_cube_rotate": "unienv.tasks.manipulation.leap_cube_rotate:LeapCubeRotate",
-    # MuJoCo Menagerie's robots (unienv.robots; the robots extra ships their folders)
-    "go1_velocity": "unienv.tasks.velocity.go1_velocity:Go1Velocity",
-    "g1_velocity": "unienv.tasks.velocity.g1_velocity:G1Velocity",
-    "go1_velocity_rough": "unienv.tasks.velocity.go1_velocity:Go1VelocityRough",
-    "g1_velocity_rough": "unienv.tasks.velocity.g1_velocity:G1VelocityRough",
-    "g1_tracking": "unienv.tasks.tracking.g1_tracking:G1Tracking",
     "panda_lift": "unienv.tasks.manipulation.panda_lift:PandaLift",
     "panda_place": "unienv.tasks.manipulation.panda_place:PandaPlace",
+    "leap_cube_rotate": "unienv.tasks.manipulation.leap_cube_rotate:LeapCubeRotate",
+    # motion tracking (tracking/)
+    "g1_tracking": "unienv.tasks.tracking.g1_tracking:G1Tracking",
 }
 
 
@@ -82,10 +104,14 @@ if importlib.util.find_spec("dm_control") is not None:
 
 
 def task_class(name: str):
-    """The Task class registered under `name` (lower-case, e.g. "ant")."""
+    """The Task class registered under `name` (lower-case, e.g. "ant"); a velocity entry's is
+    the velocity task bound to its robot (`unienv.tasks.velocity.task.bind`)."""
     if name not in TASKS:
         raise unknown_name("task", name, TASKS)
-    module, cls = TASKS[name].split(":")
+    entry = TASKS[name]
+    if isinstance(entry, Velocity):
+        return importlib.import_module("unienv.tasks.velocity.task").bind(name, *entry)
+    module, cls = entry.split(":")
     return getattr(importlib.import_module(module), cls)
 
 
