@@ -118,7 +118,8 @@ class RobotSpec:
 def servos(spec, gains: Callable[[Any], tuple[float, float]]) -> np.ndarray:
     """Each actuator of `spec` a PD position servo on its joint with (kp, kd) = gains(joint);
     a torque actuator (no bias) becomes one, its control range the joint's torque limit and the
-    joint's range its control range. Returns each actuator's torque limit / kp (rad)."""
+    joint's range its control range. Returns each actuator's torque limit (the joint's, else the
+    actuator's force range) / kp (rad)."""
     import mujoco
 
     per_torque = []
@@ -132,7 +133,9 @@ def servos(spec, gains: Callable[[Any], tuple[float, float]]) -> np.ndarray:
             )
             actuator.ctrlrange, actuator.biastype = joint.range.copy(), mujoco.mjtBias.mjBIAS_AFFINE
         actuator.gainprm[0], actuator.biasprm[1], actuator.biasprm[2] = kp, -kp, -kd
-        per_torque.append(joint.actfrcrange[1] / kp)
+        per_torque.append(
+            (joint.actfrcrange[1] or actuator.forcerange[1]) / kp
+        )  # the joint's limit, or its servo's
     return np.array(per_torque)
 
 

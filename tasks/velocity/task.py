@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -105,11 +106,19 @@ class VelocityOptions(TaskOptions):
         for name, weight in self.reward_weights.items():
             if name not in TERMS:
                 raise unknown_name("reward term of task.reward_weights", name, TERMS)
-            if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
-                raise ArgumentError(f"task.reward_weights.{name}: expected a number or null, got {weight!r}")
+            number = (
+                not isinstance(weight, bool) and isinstance(weight, (int, float)) and math.isfinite(weight)
+            )
+            if weight is not None and not number:
+                raise ArgumentError(
+                    f"task.reward_weights.{name}: expected a finite number or null, got {weight!r}"
+                )
 
 
 class VelocityTask(Task):
+    """The velocity task of the robot `robot` (see the module docstring); `bind` makes a robot's
+    subclass."""
+
     robot: RobotSpec  # what `bind` sets, with the class attributes it derives
     requires = ("body_views", "contact_forces")
     arrays = "any"
@@ -131,6 +140,7 @@ class VelocityTask(Task):
 
     @property
     def joints(self) -> int:
+        """The actuated joints: the action's width."""
         return self.robot.joints
 
     def observation_blocks(self):
@@ -140,6 +150,7 @@ class VelocityTask(Task):
 
     @property
     def scanned(self) -> bool:
+        """Whether the observation ends with the height scan (on terrain, with height_scan)."""
         return self.ground is not None and self.height_scan
 
     def deployment(self):
