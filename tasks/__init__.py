@@ -60,6 +60,7 @@ TASKS: dict[str, str | Velocity] = {
     "go1_velocity_rough": velocity("go1", rough=True),
     "g1_velocity": velocity("g1"),
     "g1_velocity_rough": velocity("g1", rough=True),
+    "h1_velocity": velocity("h1"),
     # manipulation (manipulation/)
     "reach": "unienv.tasks.manipulation.reach:Reach",
     "panda_lift": "unienv.tasks.manipulation.panda_lift:PandaLift",
