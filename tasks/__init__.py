@@ -61,6 +61,7 @@ TASKS: dict[str, str | Velocity] = {
     "g1_velocity": velocity("g1"),
     "g1_velocity_rough": velocity("g1", rough=True),
     "h1_velocity": velocity("h1"),
+    "barkour_velocity": velocity("barkour"),
     # manipulation (manipulation/)
     "reach": "unienv.tasks.manipulation.reach:Reach",
     "panda_lift": "unienv.tasks.manipulation.panda_lift:PandaLift",
