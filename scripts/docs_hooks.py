@@ -5,7 +5,11 @@ that they cannot drift from it.
   `<!-- peers-tables -->` those of docs/bench/peers/*.json (`python -m unienv.bench --peers`).
 - `<!-- task: NAME -->` becomes the reference of task NAME: its Gymnasium id, spaces, the
   backend features it requires, its constructor options with their defaults (what `task.<option>=`
-  sets on the command line), and its module docstring (reward terms, termination, parity).
+  sets on the command line), and its module docstring (reward terms, termination, parity; a
+  velocity task's is its robot spec's).
+- `<!-- velocity-robots -->`, `<!-- velocity-terms -->`, `<!-- velocity-task -->` become the
+  table of the velocity task's robots (from their specs), the table of its reward terms (from
+  their docstrings) and the task's own docstring.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ TASK = re.compile(r"^<!-- task: (\w+) -->$", re.M)
 
 
 def task_reference(name: str) -> str:
-    from unienv.tasks import TASKS, gym_id, option_defaults, task_class
+    from unienv.tasks import gym_id, option_defaults, task_class
 
     cls = task_class(name)
     task = cls()
-    doc = inspect.cleandoc(importlib.import_module(TASKS[name].split(":")[0]).__doc__ or "")
+    doc = inspect.cleandoc(importlib.import_module(cls.__module__).__doc__ or "")  # a robot's: its spec's
     options = ", ".join(f"`{k}={v!r}`" for k, v in option_defaults(name).items()) or "none"
     needs = ", ".join(f"`{f}`" for f in task.requires) or "nothing beyond the core contract"
     return "\n".join(
@@ -49,7 +53,60 @@ def task_reference(name: str) -> str:
     )
 
 
+def velocity_robots() -> str:
+    """The velocity task's robots, a row each, from their specs (tasks/velocity/robots/)."""
+    from unienv.tasks import TASKS, Velocity, task_class
+
+    ids: dict[str, list[str]] = {}
+    for name, entry in TASKS.items():
+        if isinstance(entry, Velocity):
+            ids.setdefault(entry.robot, []).append(name)
+    rows = [
+        "| robot | tasks | model | source | license | PD gains | action scale | timing |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for names in ids.values():
+        r = task_class(names[0]).robot
+        model = f"tasks/assets/{os.path.basename(r.scene)}" if os.path.isabs(r.scene) else r.scene
+        scale = f"{r.action_scale} x torque limit / kp" if r.scale_by_torque else f"{r.action_scale} rad"
+        timing = f"{r.sim_dt * 1e3:g} ms x {r.decimation} = {r.sim_dt * r.decimation * 1e3:g} ms"
+        tasks = ", ".join(f"`{n}`" for n in names)
+        rows.append(
+            f"| {r.title} | {tasks} | `{model}` | {r.source} | {r.license} | {r.gains_doc} | {scale} | {timing} |"
+        )
+    return "\n".join(rows)
+
+
+def velocity_terms() -> str:
+    """The legged reward terms (tasks/velocity/terms.py), a row each: its name, its docstring, what
+    it reads beyond the base reading."""
+    from unienv.tasks.velocity.terms import TERMS
+
+    rows = ["| term | what | reads |", "| --- | --- | --- |"]
+    for name, fn in TERMS.items():
+        what = " ".join(inspect.cleandoc(fn.__doc__ or "").split()).replace("|", "\\|")  # not a cell's end
+        rows.append(f"| `{name}` | {what} | {', '.join(fn.reads) or 'the base reading'} |")
+    return "\n".join(rows)
+
+
+def velocity_task() -> str:
+    """The velocity task's module docstring, as a text block."""
+    from unienv.tasks.velocity import task
+
+    return "\n".join(["```text", inspect.cleandoc(task.__doc__), "```"])
+
+
+GENERATED = {
+    "velocity-robots": velocity_robots,
+    "velocity-terms": velocity_terms,
+    "velocity-task": velocity_task,
+}
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    for marker, make in GENERATED.items():
+        if f"<!-- {marker} -->" in markdown:
+            markdown = markdown.replace(f"<!-- {marker} -->", make())
     if "<!-- perf-tables -->" in markdown:
         runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", "*.json")))
         markdown = markdown.replace("<!-- perf-tables -->", perf_table.render(runs))

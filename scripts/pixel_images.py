@@ -23,7 +23,7 @@ import torch
 from unienv.backends import create
 from unienv.backends.mjwarp_render import WarpCameras
 from unienv.render.pool import View, headless_gl
-from unienv.tasks.dmc_common import suite_xml
+from unienv.tasks.dmc.common import suite_xml
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 

@@ -1,6 +1,9 @@
-"""unienv's tasks: one short module each, with its scene under assets/.
+"""unienv's tasks, grouped by family: gym/ (Gymnasium's suite), dmc/ (the DeepMind Control
+Suite), velocity/ (legged velocity: one task, a spec per robot), manipulation/ and tracking/; the
+scenes that ship with unienv are in assets/.
 
-TASKS maps the command-line name to "module:Class". A task's options are its
+TASKS maps the command-line name to "module:Class", or for a legged velocity task to the robot
+spec that the velocity task is bound to (`velocity("h1")`). A task's options are its
 `Options` dataclass (unienv.task): `option_defaults` and `checked_options` read
 it, and `store_configs` makes Hydra's `task` config group from it, so that each
 option is written once, in the task's module.
@@ -12,7 +15,7 @@ import importlib.util
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium
 
@@ -21,69 +24,96 @@ from unienv.errors import ArgumentError, CapabilityError, unknown_name
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 """Where Gymnasium keeps the MJCF models of its MuJoCo environments."""
 
-TASKS = {
-    "cartpole": "unienv.tasks.cartpole:Cartpole",
-    "ant": "unienv.tasks.ant:Ant",
-    "inverted_pendulum": "unienv.tasks.inverted_pendulum:InvertedPendulum",
-    "inverted_double_pendulum": "unienv.tasks.inverted_double_pendulum:InvertedDoublePendulum",
-    "reacher": "unienv.tasks.reacher:Reacher",
-    "half_cheetah": "unienv.tasks.half_cheetah:HalfCheetah",
-    "hopper": "unienv.tasks.hopper:Hopper",
-    "walker2d": "unienv.tasks.walker2d:Walker2d",
-    "humanoid": "unienv.tasks.humanoid:Humanoid",
-    "quadruped": "unienv.tasks.quadruped:Quadruped",
-    "quadruped_rough": "unienv.tasks.quadruped_rough:QuadrupedRough",
-    "reach": "unienv.tasks.reach:Reach",
-    "leap_cube_rotate": "unienv.tasks.leap_cube_rotate:LeapCubeRotate",
-    # MuJoCo Menagerie's robots (unienv.robots; the robots extra ships their folders)
-    "go1_velocity": "unienv.tasks.go1_velocity:Go1Velocity",
-    "g1_velocity": "unienv.tasks.g1_velocity:G1Velocity",
-    "go1_velocity_rough": "unienv.tasks.go1_velocity:Go1VelocityRough",
-    "g1_velocity_rough": "unienv.tasks.g1_velocity:G1VelocityRough",
-    "g1_tracking": "unienv.tasks.g1_tracking:G1Tracking",
-    "panda_lift": "unienv.tasks.panda_lift:PandaLift",
-    "panda_place": "unienv.tasks.panda_place:PandaPlace",
+
+class Velocity(NamedTuple):
+    """A registry entry that binds the legged velocity task (velocity/task.py) to a robot spec:
+    the spec at "module:ATTRIBUTE" (velocity/robots/), on generated terrain by default where
+    `rough` (the *_rough ids)."""
+
+    robot: str
+    rough: bool = False
+
+
+def velocity(robot: str, rough: bool = False) -> Velocity:
+    """The entry of the velocity task of velocity/robots/<robot>.py's spec, <ROBOT>."""
+    return Velocity(f"unienv.tasks.velocity.robots.{robot}:{robot.upper()}", rough)
+
+
+ASSETS = os.path.join(os.path.dirname(__file__), "assets")
+"""The scenes that ship with unienv (cartpole, the quadruped, the reach arm)."""
+
+TASKS: dict[str, str | Velocity] = {
+    # Gymnasium's suite (gym/)
+    "cartpole": "unienv.tasks.gym.cartpole:Cartpole",
+    "inverted_pendulum": "unienv.tasks.gym.inverted_pendulum:InvertedPendulum",
+    "inverted_double_pendulum": "unienv.tasks.gym.inverted_double_pendulum:InvertedDoublePendulum",
+    "reacher": "unienv.tasks.gym.reacher:Reacher",
+    "half_cheetah": "unienv.tasks.gym.half_cheetah:HalfCheetah",
+    "hopper": "unienv.tasks.gym.hopper:Hopper",
+    "walker2d": "unienv.tasks.gym.walker2d:Walker2d",
+    "ant": "unienv.tasks.gym.ant:Ant",
+    "humanoid": "unienv.tasks.gym.humanoid:Humanoid",
+    # legged velocity (velocity/): one task, a spec per robot in velocity/robots/
+    "quadruped": velocity("quadruped"),
+    "quadruped_rough": velocity("quadruped", rough=True),
+    "go1_velocity": velocity("go1"),
+    "go1_velocity_rough": velocity("go1", rough=True),
+    "g1_velocity": velocity("g1"),
+    "g1_velocity_rough": velocity("g1", rough=True),
+    "h1_velocity": velocity("h1"),
+    "barkour_velocity": velocity("barkour"),
+    # manipulation (manipulation/)
+    "reach": "unienv.tasks.manipulation.reach:Reach",
+    "panda_lift": "unienv.tasks.manipulation.panda_lift:PandaLift",
+    "panda_place": "unienv.tasks.manipulation.panda_place:PandaPlace",
+    "leap_cube_rotate": "unienv.tasks.manipulation.leap_cube_rotate:LeapCubeRotate",
+    # motion tracking (tracking/)
+    "g1_tracking": "unienv.tasks.tracking.g1_tracking:G1Tracking",
 }
 
 
 # the DeepMind Control Suite (docs/dmc.md), offered where the dm-control package that ships
 # its models is installed (the dmc extra)
 DMC_TASKS = {
-    "dmc_acrobot_swingup": "unienv.tasks.dmc_acrobot:AcrobotSwingup",
-    "dmc_acrobot_swingup_sparse": "unienv.tasks.dmc_acrobot:AcrobotSwingupSparse",
-    "dmc_ball_in_cup_catch": "unienv.tasks.dmc_ball_in_cup:BallInCupCatch",
-    "dmc_cartpole_balance": "unienv.tasks.dmc_cartpole:CartpoleBalance",
-    "dmc_cartpole_balance_sparse": "unienv.tasks.dmc_cartpole:CartpoleBalanceSparse",
-    "dmc_cartpole_swingup": "unienv.tasks.dmc_cartpole:CartpoleSwingup",
-    "dmc_cartpole_swingup_sparse": "unienv.tasks.dmc_cartpole:CartpoleSwingupSparse",
-    "dmc_cheetah_run": "unienv.tasks.dmc_cheetah:CheetahRun",
-    "dmc_finger_spin": "unienv.tasks.dmc_finger:FingerSpin",
-    "dmc_finger_turn_easy": "unienv.tasks.dmc_finger:FingerTurnEasy",
-    "dmc_finger_turn_hard": "unienv.tasks.dmc_finger:FingerTurnHard",
-    "dmc_fish_swim": "unienv.tasks.dmc_fish:FishSwim",
-    "dmc_hopper_stand": "unienv.tasks.dmc_hopper:HopperStand",
-    "dmc_hopper_hop": "unienv.tasks.dmc_hopper:HopperHop",
-    "dmc_humanoid_stand": "unienv.tasks.dmc_humanoid:HumanoidStand",
-    "dmc_humanoid_walk": "unienv.tasks.dmc_humanoid:HumanoidWalk",
-    "dmc_humanoid_run": "unienv.tasks.dmc_humanoid:HumanoidRun",
-    "dmc_pendulum_swingup": "unienv.tasks.dmc_pendulum:PendulumSwingup",
-    "dmc_point_mass_easy": "unienv.tasks.dmc_point_mass:PointMassEasy",
-    "dmc_reacher_easy": "unienv.tasks.dmc_reacher:ReacherEasy",
-    "dmc_reacher_hard": "unienv.tasks.dmc_reacher:ReacherHard",
-    "dmc_swimmer_swimmer6": "unienv.tasks.dmc_swimmer:SwimmerSwimmer6",
-    "dmc_walker_stand": "unienv.tasks.dmc_walker:WalkerStand",
-    "dmc_walker_walk": "unienv.tasks.dmc_walker:WalkerWalk",
-    "dmc_walker_run": "unienv.tasks.dmc_walker:WalkerRun",
+    "dmc_acrobot_swingup": "unienv.tasks.dmc.acrobot:AcrobotSwingup",
+    "dmc_acrobot_swingup_sparse": "unienv.tasks.dmc.acrobot:AcrobotSwingupSparse",
+    "dmc_ball_in_cup_catch": "unienv.tasks.dmc.ball_in_cup:BallInCupCatch",
+    "dmc_cartpole_balance": "unienv.tasks.dmc.cartpole:CartpoleBalance",
+    "dmc_cartpole_balance_sparse": "unienv.tasks.dmc.cartpole:CartpoleBalanceSparse",
+    "dmc_cartpole_swingup": "unienv.tasks.dmc.cartpole:CartpoleSwingup",
+    "dmc_cartpole_swingup_sparse": "unienv.tasks.dmc.cartpole:CartpoleSwingupSparse",
+    "dmc_cheetah_run": "unienv.tasks.dmc.cheetah:CheetahRun",
+    "dmc_finger_spin": "unienv.tasks.dmc.finger:FingerSpin",
+    "dmc_finger_turn_easy": "unienv.tasks.dmc.finger:FingerTurnEasy",
+    "dmc_finger_turn_hard": "unienv.tasks.dmc.finger:FingerTurnHard",
+    "dmc_fish_swim": "unienv.tasks.dmc.fish:FishSwim",
+    "dmc_hopper_stand": "unienv.tasks.dmc.hopper:HopperStand",
+    "dmc_hopper_hop": "unienv.tasks.dmc.hopper:HopperHop",
+    "dmc_humanoid_stand": "unienv.tasks.dmc.humanoid:HumanoidStand",
+    "dmc_humanoid_walk": "unienv.tasks.dmc.humanoid:HumanoidWalk",
+    "dmc_humanoid_run": "unienv.tasks.dmc.humanoid:HumanoidRun",
+    "dmc_pendulum_swingup": "unienv.tasks.dmc.pendulum:PendulumSwingup",
+    "dmc_point_mass_easy": "unienv.tasks.dmc.point_mass:PointMassEasy",
+    "dmc_reacher_easy": "unienv.tasks.dmc.reacher:ReacherEasy",
+    "dmc_reacher_hard": "unienv.tasks.dmc.reacher:ReacherHard",
+    "dmc_swimmer_swimmer6": "unienv.tasks.dmc.swimmer:SwimmerSwimmer6",
+    "dmc_walker_stand": "unienv.tasks.dmc.walker:WalkerStand",
+    "dmc_walker_walk": "unienv.tasks.dmc.walker:WalkerWalk",
+    "dmc_walker_run": "unienv.tasks.dmc.walker:WalkerRun",
 }
 if importlib.util.find_spec("dm_control") is not None:
     TASKS |= DMC_TASKS
 
 
 def task_class(name: str):
-    """The Task class registered under `name` (lower-case, e.g. "ant")."""
+    """The Task class registered under `name` (lower-case, e.g. "ant"); a velocity entry's is
+    the velocity task bound to its robot (`unienv.tasks.velocity.task.bind`)."""
     if name not in TASKS:
         raise unknown_name("task", name, TASKS)
-    module, cls = TASKS[name].split(":")
+    entry = TASKS[name]
+    if isinstance(entry, Velocity):
+        return importlib.import_module("unienv.tasks.velocity.task").bind(name, *entry)
+    module, cls = entry.split(":")
     return getattr(importlib.import_module(module), cls)
 
 

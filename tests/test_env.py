@@ -19,7 +19,7 @@ from unienv.backends import create
 from unienv.env import UniEnv
 from unienv.env.forms import step_one, steps_as_one
 from unienv.errors import ArgumentError
-from unienv.tasks.hopper import Hopper
+from unienv.tasks.gym.hopper import Hopper
 
 
 def random_actions(env, steps, seed=0):

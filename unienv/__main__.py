@@ -38,9 +38,10 @@ from unienv.tools import cli
 
 
 def _probe_scene() -> str:
-    from unienv.tasks import cartpole
+    """A small scene that ships with unienv (cartpole's), to probe a backend's features on."""
+    from unienv.tasks import ASSETS
 
-    return cartpole.SCENE
+    return os.path.join(ASSETS, "cartpole.xml")
 
 
 PROBE_LOG = os.path.join(tempfile.gettempdir(), "unienv_list.log")

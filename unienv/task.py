@@ -18,6 +18,9 @@ the backend's float dtype (`self.dtype`, set by `Task.setup`):
     remember(s, action, memory)         -> the memory of the next step
     reset_state(env_ids, rng)           -> qpos, qvel: one row per row of rng
     reset_memory(rng)                   -> memory rows of the envs being reset
+    reset_episode(env_ids, rng)         -> qpos, qvel, memory: by default the two above,
+                                        in that order; one draw for both where the memory
+                                        depends on the state's draw (a start phase)
     mocap_pose(memory)                  -> poses of the scene's mocap bodies, or None
     ghost_qpos(memory)                  -> a pose per env that videos draw translucent, or None
     on_reset(mask, s, memory)           cross-episode state (a terrain curriculum) at reset
@@ -264,6 +267,13 @@ class Task(abc.ABC):
     def reset_memory(self, rng: Sampler) -> Reading:
         """Memory rows of the envs being reset (a new velocity command, say); by default none."""
         return {}
+
+    def reset_episode(self, env_ids: Any, rng: Sampler) -> tuple[Any, Any, Reading]:
+        """(qpos, qvel, memory) of the envs being reset, what the env calls: by default
+        `reset_state`'s then `reset_memory`'s draws. A task whose memory depends on its state's
+        draw (g1_tracking's start phase) overrides it, so nothing passes between the two on self."""
+        qpos, qvel = self.reset_state(env_ids, rng)
+        return qpos, qvel, self.reset_memory(rng)
 
     def metrics(self, s: Reading, memory: Reading) -> dict[str, torch.Tensor]:
         """Per-env quantities to report, {name: (N,)}, from the step's reading: the env puts each

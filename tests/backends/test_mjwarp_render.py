@@ -19,7 +19,7 @@ from unienv.backends import create
 from unienv.backends.mjwarp_render import WarpCameras
 from unienv.errors import CapabilityError
 from unienv.render.pool import View, headless_gl
-from unienv.tasks.dmc_common import suite_xml
+from unienv.tasks.dmc.common import suite_xml
 
 from ..contract.conftest import MJWARP_DEVICE
 

@@ -16,7 +16,7 @@ for blocked in {blocked!r}:
     sys.modules[blocked] = None  # as if the package were not installed
 import unienv
 from unienv.backends import create
-from unienv.tasks.cartpole import SCENE
+from unienv.tasks.gym.cartpole import SCENE
 try:
     create({backend!r}, SCENE, 2, 0.01, device="cpu")
 except ModuleNotFoundError as e:

@@ -21,7 +21,7 @@ from unienv.__main__ import main as unienv_main
 from unienv.deploy import runner
 from unienv.deploy.contract import contract_of, model_path
 from unienv.errors import ArgumentError
-from unienv.tasks.quadruped import Quadruped
+from unienv.tasks.velocity.robots.quadruped import QUADRUPED
 from unienv.training.policy import save_policy
 from unienv.training.rollout import make_policy
 
@@ -29,7 +29,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from tests.deploy.test_runner import random_policy  # noqa: E402
 
-SCENE = Quadruped.scene
+SCENE = QUADRUPED.scene
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -1,7 +1,7 @@
 """The standalone runner (unienv.deploy.runner) against the env: its observation from an MjData is
 the env's, and closed loop on plain mujoco its actions are the env's policy actions over 1000 steps
-from the same state and commands (the quadruped, Menagerie's Go1 and G1, each on flat and rough ground);
-copied out of unienv, it runs with torch and unienv blocked."""
+from the same state and commands (every velocity task of the registry: each robot, on flat and rough
+ground); copied out of unienv, it runs with torch and unienv blocked."""
 
 import shutil
 import subprocess
@@ -14,6 +14,7 @@ import torch
 
 import unienv
 from unienv.deploy import runner
+from unienv.tasks import TASKS, Velocity
 from unienv.training.rollout import make_policy
 
 pytest.importorskip("onnxruntime")
@@ -51,23 +52,15 @@ def trained_timestep(env, model):
     return model
 
 
-VELOCITY_TASKS = (
-    "quadruped",
-    "quadruped_rough",
-    "go1_velocity",
-    "go1_velocity_rough",
-    "g1_velocity",
-    "g1_velocity_rough",
-)
-# the G1 falls within 2 s under a random policy: its episodes here run on after the fall (the
-# runner's actions must still equal the env's while the robot lies and kicks on the floor)
-OPTIONS = {name: {"terminate_when_unhealthy": False} for name in ("g1_velocity", "g1_velocity_rough")}
+VELOCITY_TASKS = [name for name, entry in TASKS.items() if isinstance(entry, Velocity)]  # every robot's
 
 
-@pytest.fixture(scope="module", params=[*VELOCITY_TASKS])
+@pytest.fixture(scope="module", params=VELOCITY_TASKS)
 def quadruped(request, tmp_path_factory):
-    """A velocity task's env (one env) and a random-weight ONNX policy for it."""
-    options = {"episode_length_s": 40.0, **OPTIONS.get(request.param, {})}
+    """A velocity task's env (one env) and a random-weight ONNX policy for it. A humanoid falls
+    within 2 s under a random policy: episodes run on after a fall (the runner's actions must
+    still equal the env's while the robot lies and kicks on the floor)."""
+    options = {"episode_length_s": 40.0, "terminate_when_unhealthy": False}
     env = unienv.make(request.param, num_envs=1, seed=3, task_options=options)
     path = random_policy(env, tmp_path_factory.mktemp("policy") / request.param)
     yield env, path

@@ -101,7 +101,7 @@ SYNC_FREE = DEVICE_BACKENDS  # built for a GPU (sync-free), run here on the CPU
 
 
 def _ant(backend_name, config, num_envs):
-    from tasks.ant import Ant
+    from unienv.tasks.gym.ant import Ant
 
     task = Ant()
     terms = domain_randomization.parse(config)

@@ -10,7 +10,7 @@ import torch
 import unienv
 from unienv.backends import create
 from unienv.errors import ArgumentError, UnknownNameError, install_command
-from unienv.tasks import cartpole
+from unienv.tasks.gym import cartpole
 
 
 @pytest.mark.parametrize(

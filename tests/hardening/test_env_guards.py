@@ -10,7 +10,7 @@ from tests.contract.conftest import CPU_BACKENDS, SUITE_DEVICES
 from tests.hardening.test_bad_input import _tensors, assert_unchanged, snapshot
 from unienv.backends import BACKENDS as REGISTRY
 from unienv.errors import ArgumentError, BackendClosedError, NeedsResetError
-from unienv.tasks.hopper import Hopper
+from unienv.tasks.gym.hopper import Hopper
 
 BACKENDS = [name for name in CPU_BACKENDS if not REGISTRY[name].slow_build]  # genesis: its own suite
 DR = {

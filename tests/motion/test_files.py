@@ -11,16 +11,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from unienv import robots
 from unienv.errors import ArgumentError
 from unienv.motion import Motion, clips, convert, load
-from unienv.tasks.g1_velocity import g1_scene
+from unienv.tasks.velocity.robots.g1 import G1
 from unienv.tools import motion as tool
 
 
 @pytest.fixture(scope="module")
 def model():
-    return mujoco.MjModel.from_xml_path(g1_scene(robots.model_file("unitree_g1", "scene_mjx.xml"), None)[0])
+    return mujoco.MjModel.from_xml_path(G1.build()[0])
 
 
 @pytest.fixture(scope="module")

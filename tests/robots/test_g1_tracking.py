@@ -11,7 +11,7 @@ from tests.robots.test_tasks import ENGINES
 from unienv import backends
 from unienv.errors import ArgumentError
 from unienv.motion import clips
-from unienv.tasks.g1_tracking import SIGMAS, WEIGHTS, G1Tracking
+from unienv.tasks.tracking.g1_tracking import SIGMAS, WEIGHTS, G1Tracking
 from unienv.utils.random import EnvRandom
 
 N = 2
@@ -46,8 +46,7 @@ def _start(task, backend):
         task.xp,
         EnvRandom(N, "cpu").for_envs(np.arange(N) if task.xp.name == "numpy" else torch.arange(N)),
     )
-    qpos, qvel = task.reset_state(xp.asarray(np.arange(N)), rng)
-    memory = task.reset_memory(rng)
+    qpos, qvel, memory = task.reset_episode(xp.asarray(np.arange(N)), rng)
     backend.set_state_tensor(torch.arange(N), torch.as_tensor(qpos), torch.as_tensor(qvel))
     return memory, task.read(backend)
 
@@ -116,8 +115,8 @@ def test_adaptive_sampling_counts_failures_in_their_bin_and_starts_there(built):
         assert task.failures[3] == pytest.approx(task.adaptive_alpha)
         task.failures = np.array([0.0, 0.0, 0.0, 1.0, 0.0])  # bin 3 failing: most starts there
         rng = EnvRandom(1000, "cpu").for_envs(np.arange(1000))
-        qpos, _ = task.reset_state(np.arange(1000), rng)
-        starts = task.reset_memory(rng)["frame"] - 1
+        qpos, _, memory = task.reset_episode(np.arange(1000), rng)
+        starts = memory["frame"] - 1
         in_bin = np.floor(starts * task.bins / (len(task.ref_q) - 1)).astype(int)
         share = np.bincount(in_bin, minlength=task.bins) / 1000
         uniform = task.adaptive_uniform / task.bins / (1 + task.adaptive_uniform)
@@ -174,11 +173,13 @@ def test_bad_options_are_refused_at_construction(options, match):
 
 
 def test_a_reset_leaves_no_state_on_the_task(built):
-    """reset_state's start frames go to reset_memory and no further (a checkpoint saves the
-    task's arrays: only the start bins' failures live across resets)."""
+    """A reset's start frames go to the memory it returns (reset_episode) and nowhere else: the
+    task's attributes are those it had (a checkpoint saves the task's arrays: only the start bins'
+    failures live across resets)."""
     task, backend = built("mujoco", motion="squat")
+    before = set(vars(task))
     _start(task, backend)
-    assert not hasattr(task, "_starts")
+    assert set(vars(task)) == before
 
 
 def test_videos_draw_the_reference_as_a_translucent_ghost(built):

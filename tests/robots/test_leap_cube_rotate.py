@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 import unienv
 from tests.robots.test_tasks import ENGINES
-from unienv.tasks.leap_cube_rotate import CUBE_REST, GRASP_SITE, LeapCubeRotate
+from unienv.tasks.manipulation.leap_cube_rotate import CUBE_REST, GRASP_SITE, LeapCubeRotate
 
 TASK = "leap_cube_rotate"
 

@@ -19,7 +19,7 @@ from gymnasium.utils.env_checker import check_env
 import unienv
 from tests.robots.test_tasks import _has
 from unienv.errors import ArgumentError, CapabilityError
-from unienv.tasks.panda_lift import ARM, REST_HEIGHT
+from unienv.tasks.manipulation.panda_lift import ARM, REST_HEIGHT
 
 ENGINES = [
     "mujoco",

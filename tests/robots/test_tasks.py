@@ -1,7 +1,10 @@
-"""The Menagerie robot tasks (go1_velocity, g1_velocity and their rough variants, g1_tracking): the model's
-own joint order, gains and default pose, standing still under a zero action, the engines that
-run or refuse them, no host sync on MuJoCo Warp, Gymnasium's env checker. Few envs, one build
-per engine and task for the session."""
+"""The Menagerie robot tasks (every robot's velocity task in the registry, their rough variants,
+g1_tracking): the model's own joint order, gains and default pose, standing under a zero action,
+the engines that run or refuse them, no host sync on MuJoCo Warp, Gymnasium's env checker. A
+robot added to the registry is tested here without a line of this file. Few envs, one build per
+engine and task for the session."""
+
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +15,7 @@ from gymnasium.utils.env_checker import check_env
 import unienv
 from tests.syncs import count_host_syncs
 from unienv.errors import CapabilityError
+from unienv.tasks import TASKS, Velocity, task_class
 
 GO1_POSE = [0.0, 0.9, -1.8] * 4  # Menagerie's "home": hip, thigh, calf of FR, FL, RR, RL
 # mjlab's G1 (g1_constants.py): kp, kd per motor of each joint, from its reflected inertia
@@ -30,6 +34,16 @@ G1_POSE = (  # mjlab's knees-bent stance: legs, waist, left arm, right arm
     + [0.0, 0.0, 0.0]
     + [0.2, 0.2, 0.0, 0.6, 0.0, 0.0, 0.0, 0.2, -0.2, 0.0, 0.6, 0.0, 0.0, 0.0]
 )
+
+
+def _menagerie(name) -> bool:
+    """A velocity task of a MuJoCo Menagerie robot (the quadruped's scene ships in tasks/assets/)."""
+    return isinstance(TASKS[name], Velocity) and not os.path.isabs(task_class(name).robot.scene)
+
+
+# each Menagerie robot's velocity task, and the rough variants, from the registry
+ROBOTS = [name for name in TASKS if _menagerie(name) and not TASKS[name].rough]
+ROUGH = [name for name in TASKS if _menagerie(name) and TASKS[name].rough]
 
 
 def _has(module):
@@ -59,7 +73,7 @@ def envs():
         env.close()
 
 
-@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+@pytest.mark.parametrize("task", ROBOTS)
 def test_action_i_drives_actuator_i_of_the_model(envs, task):
     env = envs(task)
     info, t = env.backend.info, env.task
@@ -72,7 +86,7 @@ def test_action_i_drives_actuator_i_of_the_model(envs, task):
         action[:, i] = 1.0
         moved = np.asarray(t.action_to_ctrl(action)) - np.asarray(t.default_q)
         assert np.flatnonzero(np.abs(moved[0]) > 1e-9).tolist() == [i]
-        scale = np.asarray(getattr(t, "joint_scale", np.full(info.nu, t.action_scale)))  # the G1's: per joint
+        scale = np.broadcast_to(np.asarray(t.action_gain), (info.nu,))  # the G1's: per joint
         assert moved[0, i] == pytest.approx(scale[i])
 
 
@@ -92,7 +106,7 @@ def test_g1_gains_pose_and_action_scale_are_mjlabs(envs):
     np.testing.assert_allclose(info.actuator_gain, kp, rtol=1e-5)
     np.testing.assert_allclose(info.actuator_bias[:, 1:], np.stack([-kp, -kd], 1), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(t.default_q), G1_POSE)
-    np.testing.assert_allclose(np.asarray(t.joint_scale), 0.25 * torque / kp, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(t.action_gain), 0.25 * torque / kp, rtol=1e-5)
     assert float(t.home[2]) == pytest.approx(0.76) and t.dt == pytest.approx(0.02)
     # the actuators drive the hinges in the model's joint order (joint 0 is the free joint)
     assert info.actuator_joint.tolist() == list(range(1, 30))
@@ -108,7 +122,7 @@ def test_g1_contract_carries_its_per_joint_action_scale(envs):
 
     env = envs("g1_velocity")
     action = contract_of(env)["action"]
-    np.testing.assert_allclose(action["scale"], np.asarray(env.task.joint_scale), rtol=1e-5)
+    np.testing.assert_allclose(action["scale"], np.asarray(env.task.action_gain), rtol=1e-5)
     np.testing.assert_allclose(action["offset"], np.asarray(env.task.default_q), rtol=1e-5)
 
 
@@ -134,6 +148,17 @@ ENGINES = [
 ]
 
 
+@pytest.mark.parametrize("backend", ENGINES[:2])
+@pytest.mark.parametrize("task", ROBOTS)
+def test_each_robot_holds_its_pose_1_s_under_a_zero_action(envs, task, backend):
+    """From the default pose, a zero action for 1 s: no env ends, the joints stay within 0.5 rad
+    of the pose and the root above 80 % of its standing height. A humanoid's PD stance is an
+    unstable equilibrium that falls later (its spec's docstring says when and why)."""
+    env = envs(task, backend, reset_noise_scale=0.0)
+    fell, error, height = _stand(env, 1.0)
+    assert not fell.any() and error < 0.5 and torch.all(height > 0.8 * env.task.base_height_target)
+
+
 @pytest.mark.parametrize("backend", ENGINES)
 def test_go1_stands_2_s_under_a_zero_action(envs, backend):
     fell, error, height = _stand(envs("go1_velocity", backend, reset_noise_scale=0.0), 2.0)
@@ -157,17 +182,22 @@ def test_g1_holds_its_pose_1_s_but_not_2_under_a_zero_action(envs, backend):
     assert fell.all()
 
 
+# what Genesis refuses, and the MJCF feature its error names: each robot's spec says it, terrain's
+# heightfields on every rough variant, and g1_tracking's G1
+GENESIS_REFUSES = {name: task_class(name).robot.refused.get("genesis") for name in ROBOTS + ROUGH}
+GENESIS_REFUSES |= {name: "|".join(filter(None, ("hfield", GENESIS_REFUSES[name]))) for name in ROUGH}
+GENESIS_REFUSES |= {"g1_tracking": "contact pairs"}
+
+
 @pytest.mark.skipif(not _has("genesis"), reason="the genesis extra")
-@pytest.mark.parametrize("task", ["g1_velocity", "go1_velocity_rough", "g1_tracking"])
+@pytest.mark.parametrize("task", [name for name, feature in GENESIS_REFUSES.items() if feature])
 def test_genesis_refuses_what_it_would_simulate_wrongly(task):
-    with pytest.raises(CapabilityError, match="contact pairs|heightfield"):
+    with pytest.raises(CapabilityError, match=GENESIS_REFUSES[task]):
         unienv.make(task, backend="genesis", num_envs=1, device="cpu")
 
 
 @pytest.mark.skipif(not _has("mujoco_warp"), reason="the mjwarp extra")
-@pytest.mark.parametrize(
-    "task", ["go1_velocity", "g1_velocity", "g1_tracking", "panda_lift", "panda_place", "leap_cube_rotate"]
-)
+@pytest.mark.parametrize("task", [*ROBOTS, "g1_tracking", "panda_lift", "panda_place", "leap_cube_rotate"])
 def test_no_host_sync_per_step_on_mjwarp(task):
     env = unienv.make(task, backend="mjwarp", device="cpu", num_envs=4, seed=0, max_episode_steps=5)
     try:
@@ -187,7 +217,7 @@ def test_no_host_sync_per_step_on_mjwarp(task):
         env.close()
 
 
-@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity", "g1_tracking"])
+@pytest.mark.parametrize("task", [*ROBOTS, "g1_tracking"])
 def test_single_env_passes_check_env(task):
     env = gym.make(unienv.tasks.gym_id(task))
     try:
@@ -196,7 +226,7 @@ def test_single_env_passes_check_env(task):
         env.close()
 
 
-@pytest.mark.parametrize("task", ["go1_velocity_rough", "g1_velocity_rough"])
+@pytest.mark.parametrize("task", ROUGH)
 def test_rough_variants_scan_the_terrain_and_keep_the_robot(envs, task):
     terrain = {"types": ["rough"], "num_levels": 2, "tile_size": 2.0}
     env = envs(task, terrain=terrain)
@@ -256,15 +286,16 @@ def test_g1_training_resumes_and_its_policy_exports_to_onnx(tmp_path):
     assert "(g1_velocity: obs (99,) -> actions (29,)" in out, out
 
 
-@pytest.mark.parametrize("task", ["go1_velocity", "g1_velocity"])
+@pytest.mark.parametrize("task", ROBOTS)
 def test_train_py_evaluates_the_robots_tracking_error(envs, task):
-    """train.py's evaluation metric (TrackingError) reads a robot's observation as the quadruped's:
-    its errors equal those from the task's own reading of the base's velocity and the command."""
+    """train.py's evaluation metric (TrackingError) reads a robot's observation by its blocks'
+    names: its errors equal those from the task's own reading of the base's velocity and the
+    command."""
     from unienv.training.run import TrackingError
 
     env = envs(task)
     env.reset(seed=3)
-    tracking = TrackingError(env.task)
+    tracking = TrackingError.of(env.task)
     obs, _, terminated, truncated, info = env.step(torch.zeros(env.action_space.shape))
     assert not (terminated | truncated).any()
     tracking(obs, info)

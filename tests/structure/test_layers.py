@@ -1,8 +1,9 @@
 """The code's shape: layers that import only downwards, no import circle, small units, and
 the env's execution model chosen in one place.
 
-Module-level imports only (an engine imported inside a function is how the backends keep
-optional engines optional). `tasks/` is the package `unienv.tasks`.
+Imports inside functions count as much as module-level ones (an engine imported inside a
+function is how the backends keep optional engines optional, but a unienv module imported there
+is still a dependency). `tasks/` is the package `unienv.tasks`.
 """
 
 import ast
@@ -33,8 +34,21 @@ LAYERS = [
     ),
     ("unienv.dr",),  # domain randomization, scheduled over a backend's DR terms
     ("unienv.env", "unienv.make"),  # the VectorEnv and its constructors
-    ("unienv.wrappers", "unienv.training", "unienv.deploy"),  # above the env
-    ("unienv.bench", "unienv.tools", "unienv.viewer", "unienv.dynamics"),  # tools behind the CLI
+    # above the env: adapters for RL libraries; the deployment contract a policy file carries
+    # and the standalone runner; training, which writes policy files with their contract
+    ("unienv.wrappers",),
+    ("unienv.deploy",),
+    ("unienv.training",),
+    # tools behind the CLI; deploy's check and its command line read unienv's policy files with
+    # training's loaders, so they sit here, above training, while the contract stays below it
+    (
+        "unienv.bench",
+        "unienv.tools",
+        "unienv.viewer",
+        "unienv.dynamics",
+        "unienv.deploy.check",
+        "unienv.deploy.__main__",
+    ),
 ]
 # The package's top folder: what `import unienv` and `python -m unienv` need, and the import paths
 # users write (unienv.make, unienv.Task, unienv.errors); everything else lives in a group's folder.
@@ -63,12 +77,13 @@ def modules() -> dict[str, pathlib.Path]:
 MODULES = modules()
 
 
-def imports(name: str) -> set[str]:
-    """The unienv modules `name` imports at module level (not under `if TYPE_CHECKING`)."""
+def imports(name: str, function_level: bool = False) -> set[str]:
+    """The unienv modules `name` imports at module level (not under `if TYPE_CHECKING`), and
+    with `function_level` those it imports inside its functions too."""
     tree = ast.parse(MODULES[name].read_text())
     package = name if MODULES[name].name == "__init__.py" else name.rsplit(".", 1)[0]
     out = set()
-    for node in tree.body:
+    for node in _statements(tree) if function_level else tree.body:
         targets = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -83,17 +98,35 @@ def imports(name: str) -> set[str]:
     return out
 
 
-GRAPH = {name: imports(name) for name in MODULES}
+def _statements(tree: ast.AST):
+    """Every node of `tree`, but what an `if TYPE_CHECKING:` holds (annotations' imports)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        yield node
+        yield from _statements(node)
+
+
+GRAPH = {name: imports(name) for name in MODULES}  # what importing a module imports
+# and what its functions import when they run: a circle or an upward import hidden in a function
+# is one all the same
+FULL_GRAPH = {name: imports(name, function_level=True) for name in MODULES}
 
 
 def layer(name: str) -> int | None:
-    for i, prefixes in enumerate(LAYERS):
-        if any(name == p or name.startswith(p + ".") for p in prefixes):
-            return i
-    return None
+    """The group of `name`: that of its longest matching prefix (a module may sit apart from its
+    folder's group: deploy's check)."""
+    found = [
+        (len(p), i)
+        for i, prefixes in enumerate(LAYERS)
+        for p in prefixes
+        if name == p or name.startswith(p + ".")
+    ]
+    return max(found)[1] if found else None
 
 
-def test_no_import_circle():
+@pytest.mark.parametrize("graph", [GRAPH, FULL_GRAPH], ids=["module level", "function level too"])
+def test_no_import_circle(graph):
     state: dict[str, int] = {}  # 1 visiting, 2 done
 
     def visit(name, trail):
@@ -102,22 +135,42 @@ def test_no_import_circle():
         if state.get(name) == 2:
             return
         state[name] = 1
-        for other in sorted(GRAPH[name]):
+        for other in sorted(graph[name]):
             visit(other, trail + [name])
         state[name] = 2
 
-    for name in sorted(GRAPH):
+    for name in sorted(graph):
         visit(name, [])
 
 
 def test_layers_import_only_downwards():
     upward = [
         f"{a} imports {b}"
-        for a, targets in GRAPH.items()
+        for a, targets in FULL_GRAPH.items()
         for b in targets
         if layer(a) is not None and layer(b) is not None and layer(b) > layer(a)
     ]
     assert not upward, upward
+
+
+def test_tasks_are_reached_through_the_registry():
+    """Nothing outside tasks/ imports a particular task (training's evaluation, the viewer, the
+    deployment contract and the tools read a task's blocks and options by name, and name a task
+    through unienv.tasks); a robot spec imports no other robot's."""
+    outside = [
+        f"{a} imports {b}"
+        for a, targets in FULL_GRAPH.items()
+        for b in targets
+        if not a.startswith("unienv.tasks") and b.startswith("unienv.tasks.") and b != "unienv.tasks.common"
+    ]
+    robots = "unienv.tasks.velocity.robots."
+    between = [
+        f"{a} imports {b}"
+        for a, t in FULL_GRAPH.items()
+        for b in t
+        if a.startswith(robots) and b.startswith(robots)
+    ]
+    assert not outside and not between, outside + between
 
 
 def test_the_top_folder_holds_only_the_listed_modules():
@@ -135,14 +188,15 @@ def test_every_module_is_in_a_group():
 
 
 def test_every_package_is_installed():
-    """pyproject's package list names every folder of unienv (a missing one is absent from a
-    non-editable install)."""
+    """pyproject's package list names every folder of unienv and of tasks/ (a missing one is
+    absent from a non-editable install)."""
     import tomllib
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {
-        ".".join(("unienv", *p.parent.relative_to(ROOT / "unienv").parts))
-        for p in (ROOT / "unienv").rglob("__init__.py")
+        ".".join((package, *p.parent.relative_to(folder).parts))
+        for package, folder in PACKAGE_DIRS.items()
+        for p in folder.rglob("__init__.py")
     }
     assert folders <= listed, sorted(folders - listed)
 
@@ -177,4 +231,4 @@ def test_the_env_calls_no_private_backend_method(name):
 
 def test_every_module_is_found():
     assert importlib.util.find_spec("unienv.env.paths") and "unienv.env.paths" in MODULES
-    assert "unienv.tasks.cartpole" in MODULES and "unienv.backends.base" in MODULES
+    assert "unienv.tasks.gym.cartpole" in MODULES and "unienv.backends.base" in MODULES

@@ -32,7 +32,7 @@ import unienv
 from unienv.backends import Capabilities
 from unienv.errors import ArgumentError, CapabilityError
 from unienv.tasks import DMC_TASKS, gym_id, require, task_class
-from unienv.tasks.dmc_common import tolerance
+from unienv.tasks.dmc.common import tolerance
 from unienv.utils.arrays import NUMPY, torch_namespace
 
 pytest.importorskip("dm_control", reason="dm-control is not installed (pip install 'unienv[dmc]')")

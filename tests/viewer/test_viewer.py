@@ -342,8 +342,9 @@ def test_page_command_reaches_the_shown_envs_only(quadruped):
     after = np.asarray(quadruped._memory["command"])
     np.testing.assert_allclose(after[[1, 4]], [[0.7, -0.2, 0.3]] * 2, rtol=1e-6)
     np.testing.assert_array_equal(after[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
-    obs = quadruped.observe()  # the task observes it: command x (2, 2, 0.25) at 9:12
-    np.testing.assert_allclose(np.asarray(obs)[1, 9:12], [1.4, -0.4, 0.075], rtol=1e-5)
+    obs = quadruped.observe()  # the task observes it: command x (2, 2, 0.25) in its command block
+    command = quadruped.task.observation_layout["command"]
+    np.testing.assert_allclose(np.asarray(obs)[1, command], [1.4, -0.4, 0.075], rtol=1e-5)
 
 
 def test_loopback_by_default_and_a_warning_elsewhere(capsys):

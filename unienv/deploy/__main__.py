@@ -1,7 +1,8 @@
 """python -m unienv.deploy run policy.onnx --model M     the standalone runner (unienv.deploy.runner)
 python -m unienv.deploy check policy.onnx --model M      every mismatch by name; exit status 1 on any
 
-`check` reads ONNX and safetensors files through unienv's loaders (unienv.deploy.contract);
+`check` reads ONNX and safetensors files through unienv's loaders (unienv.deploy.check, above
+training: this command line sits with the tools);
 `run` is the runner's own command line, the same as a copied runner.py's, except that a
 Menagerie name is found as unienv.robots finds it (installed asset packages included)."""
 
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         help="an MJCF path, or a Menagerie name (unitree_go1, unitree_g1/scene_mjx.xml)",
     )
     args = parser.parse_args(argv[1:])
-    from unienv.deploy.contract import check
+    from unienv.deploy.check import check
 
     problems = check(args.policy, args.model)
     print("\n".join(problems) or f"{args.policy} fits {args.model}")

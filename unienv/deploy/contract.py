@@ -2,7 +2,10 @@
 
     contract = contract_of(env)                 # a dict of JSON values, or None
     differences_from_env(meta, env)             # play.py: the first line names what differs
-    check(path, model) -> lines                 # `python -m unienv deploy check`
+    model_path("unitree_go1")                   # --model: an MJCF path or a Menagerie name
+
+A policy file's contract against a robot model (`python -m unienv deploy check`) is
+unienv.deploy.check's, which reads the file with training's loaders.
 
 Most of it comes from the task: its declarations (`Task.deployment()`: each observation block
 as a quantity with its frame, offset and scale; the commands; the action's scale and default
@@ -79,26 +82,6 @@ def differences_from_env(meta: dict, env) -> list[str]:
     return [line.replace("{other}", "this env") for line in runner.differences(theirs, ours)]
 
 
-def file_contract(path: str) -> tuple[dict, int]:
-    """(contract, observation width) of an ONNX or safetensors policy file, read by unienv's loaders."""
-    if str(path).endswith(".onnx"):
-        from unienv.training.export import load_onnx_policy
-
-        _, meta = load_onnx_policy(str(path))
-    else:
-        from unienv.training.policy import load_policy
-
-        _, meta = load_policy(str(path))
-    if meta.get("contract") is None:
-        raise ArgumentError(
-            f"policy: {path} carries no deployment contract (its task declares none, or it predates them)"
-        )
-    try:
-        return runner.validate(meta["contract"], str(path)), int(np.prod(meta["observation"]["shape"]))
-    except runner.DeployError as e:
-        raise ArgumentError(f"policy: {e}") from None
-
-
 def model_path(spec: str) -> str:
     """`--model`: an MJCF file as given, or a Menagerie robot found by `unienv.robots` (installed
     asset packages included): `unitree_go1` (its scene.xml) or `unitree_g1/scene_mjx.xml`."""
@@ -109,9 +92,3 @@ def model_path(spec: str) -> str:
         return robots.model_file(name, file or "scene.xml")
     except UnienvError as e:
         raise ArgumentError(f"--model: no MJCF file {spec!r}, nor a Menagerie model: {e}") from None
-
-
-def check(path: str, model_spec: str) -> list[str]:
-    """Every mismatch between a policy file's contract and a model (an MJCF path or a Menagerie name)."""
-    contract, obs_dim = file_contract(path)
-    return runner.mismatches(contract, load_mjmodel(model_path(model_spec)), obs_dim)

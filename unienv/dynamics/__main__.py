@@ -18,10 +18,10 @@ from unienv.tools import cli
 
 def shipped_scenes() -> dict[str, str]:
     """Name -> path of the robots that ship with unienv (its tasks' assets) and with Gymnasium."""
-    from unienv.tasks import GYM_ASSETS, cartpole
+    from unienv.tasks import ASSETS, GYM_ASSETS
 
     found = {}
-    for folder in (GYM_ASSETS, os.path.dirname(cartpole.SCENE)):  # unienv's own win a clash
+    for folder in (GYM_ASSETS, ASSETS):  # unienv's own win a clash
         for path in sorted(glob.glob(os.path.join(folder, "*.xml"))):
             found[os.path.splitext(os.path.basename(path))[0]] = path
     return found

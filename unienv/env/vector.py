@@ -250,8 +250,7 @@ class UniEnv(VectorEnv):
             task.on_reset(mask, self._reading, self._memory)
         if self.dr is not None:
             self.dr.reset(selection.rows)
-        qpos, qvel = task.reset_state(selection.env_ids, selection.rng)
-        memory = task.reset_memory(selection.rng)
+        qpos, qvel, memory = task.reset_episode(selection.env_ids, selection.rng)
         if self.dr is not None:
             qpos, qvel = self.dr.reset_state(selection.rows, path.tensor(qpos), path.tensor(qvel))
             qpos, qvel = path.array(qpos), path.array(qvel)

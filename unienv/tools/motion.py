@@ -46,16 +46,15 @@ def evaluate(policy: str, motion: str, num_envs: int, steps: int, seed: int) -> 
     import torch
 
     import unienv
-    from unienv.tasks.g1_tracking import SIGMAS
     from unienv.training.rollout import make_policy, rollout
 
     env = unienv.make("g1_tracking", num_envs=num_envs, seed=seed, task_options={"motion": motion})
     task, errors = env.task, []
-    scale = task.reward_weights["body_pos"] * task.dt
+    scale, sigma = task.reward_weights["body_pos"] * task.dt, task.tracking_sigmas["body_pos"]
 
     def on_step(obs, info):
         term = torch.as_tensor(info["reward_terms"]["body_pos"]).double()
-        errors.append(torch.sqrt(-(SIGMAS["body_pos"] ** 2) * torch.log(term / scale)))
+        errors.append(torch.sqrt(-(sigma**2) * torch.log(term / scale)))
 
     try:
         stats = rollout(env, make_policy(policy, env), steps, seed=seed, on_step=on_step, progress=False)
@@ -102,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _g1_scene() -> str:
-    """The G1 scene of the g1 tasks (its "default" keyframe is the clips' first frame)."""
-    from unienv.tasks.g1_velocity import g1_scene
+    """The G1 scene of the g1 tasks, as g1_velocity builds it (its "default" keyframe is the
+    clips' first frame)."""
+    from unienv.tasks import task_class
 
-    return g1_scene(robots.model_file(*ROBOTS["g1"]), None)[0]
+    return task_class("g1_velocity")().scene

@@ -55,22 +55,11 @@ from unienv.tasks import constructor_options
 from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
+from unienv.wrappers.normalize import Normalize
 
 FORMAT = "unienv.policy/2"
 META_KEY = "unienv"
 IGNORED_OPTIONS = ("episode_length_s",)
-
-
-class Normalize(torch.nn.Module):
-    """(x - mean) / std, e.g. an observation normalizer's statistics frozen at export."""
-
-    def __init__(self, size: int):
-        super().__init__()
-        self.register_buffer("mean", torch.zeros(size))
-        self.register_buffer("std", torch.ones(size))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
 
 
 # the layers a policy file may hold: JSON type -> (module class, its size fields)

@@ -15,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf
 
 import unienv
 from unienv.errors import ArgumentError
-from unienv.tasks.quadruped import Quadruped
 from unienv.training.checkpoint import load_checkpoint
 from unienv.training.distributed import check_timeout
 from unienv.training.policy import save_policy
@@ -28,25 +27,36 @@ from unienv.utils.numbers import finite_or_none as _number
 class TrackingError:
     """A velocity task's mean velocity-tracking error along a rollout, from its observations.
 
-    tasks/quadruped.py (and the robots built on it: quadruped_rough, go1_velocity, g1_velocity and
-    their rough variants) observes the base-frame linear velocity at 0:3 and angular velocity at 3:6,
-    and the command (vx, vy, yaw rate) at 9:12, each scaled. Called with each step's (obs, info), it
-    sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s) over every env and step, taking an
-    ended episode's last observation (info["final_obs"]) rather than its successor's first. With
-    observation noise (DR) the errors include the noise.
+    A velocity task observes the root's base-frame linear and angular velocity and the command
+    (vx, vy, yaw rate) as the blocks BLOCKS, each scaled as its deployment contract declares
+    (`Task.deployment()`); `TrackingError.of(task)` is None for a task without them. Called with
+    each step's (obs, info), it sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s)
+    over every env and step, taking an ended episode's last observation (info["final_obs"])
+    rather than its successor's first. With observation noise (DR) the errors include the noise.
     """
 
+    BLOCKS = ("base_lin_vel", "base_ang_vel", "command")
+
+    @classmethod
+    def of(cls, task) -> TrackingError | None:
+        declared = (task.deployment() or {}).get("observation", {})
+        return cls(task) if all(b in task.observation_layout and b in declared for b in cls.BLOCKS) else None
+
     def __init__(self, task):
-        # the task's arrays are NumPy on the CPU engine and torch on device backends
-        base, command = torch.as_tensor(task.base_obs_scale), torch.as_tensor(task.command_scale)
-        self.scale = torch.cat((base[[0, 1, 5]], command.to(base.dtype)))
+        layout, declared = task.observation_layout, task.deployment()["observation"]
+        (lin, ang, command), scale = (layout[b] for b in self.BLOCKS), {}
+        for b in self.BLOCKS:
+            scale[b] = torch.as_tensor(declared[b]["scale"], dtype=torch.float64).expand(3)
+        # v_x, v_y, w_z, then the command's three columns
+        self.columns = [lin.start, lin.start + 1, ang.start + 2, *range(command.start, command.stop)]
+        self.scale = torch.cat((scale["base_lin_vel"][:2], scale["base_ang_vel"][2:], scale["command"]))
         self.lin = self.yaw = 0.0
         self.count = 0
 
     def __call__(self, obs: torch.Tensor, info: dict) -> None:
         if "final_obs" in info:
             obs = torch.where(info["_final_obs"][:, None], info["final_obs"], obs)
-        unscaled = obs[:, [0, 1, 5, 9, 10, 11]] / self.scale.to(obs.device, obs.dtype)
+        unscaled = obs[:, self.columns] / self.scale.to(obs.device, obs.dtype)
         error = unscaled[:, 3:] - unscaled[:, :3]
         self.lin = self.lin + error[:, :2].norm(dim=1).sum()  # stays on the device until result()
         self.yaw = self.yaw + error[:, 2].abs().sum()
@@ -298,7 +308,7 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
 
 def evaluate(cfg, device, path) -> dict | None:
     """Roll the saved policy file out deterministically on fresh envs (the run's task, backend and
-    DR, seeded seed + 10000); print and return its episode statistics (and, for the quadruped,
+    DR, seeded seed + 10000); print and return its episode statistics (and, for a velocity task,
     its mean velocity-tracking error)."""
     steps = cfg.train.eval_steps
     if steps == 0:
@@ -314,7 +324,7 @@ def evaluate(cfg, device, path) -> dict | None:
         task_options=task_options,
         backend_options=backend_options,
     )
-    tracking = TrackingError(env.task) if isinstance(env.task, Quadruped) else None
+    tracking = TrackingError.of(env.task)
     try:
         policy = make_policy(path, env)
         stats = rollout(env, policy, steps or env.max_episode_steps, on_step=tracking, progress=False)

@@ -116,9 +116,10 @@ def _play(env, policy, options: Options, seed, steps, stop: threading.Event, tit
     return done_steps
 
 
-def _write_command(env, env_ids: np.ndarray, command: tuple[float, float, float]) -> None:
-    """The page's command into the shown envs' task memory (the env keeps a velocity task's
-    command there; the task reads it at every step)."""
+def _write_command(env, env_ids: np.ndarray, command: tuple[float, ...]) -> None:
+    """The page's command into the shown envs' task memory: a task that declares commands
+    (`Task.deployment()`) keeps them in memory["command"], in their declared order, and reads
+    them at every step."""
     memory = env._memory["command"]  # the env's per-env task memory: no public setter exists
     if isinstance(memory, torch.Tensor):
         memory[torch.as_tensor(env_ids, device=memory.device)] = torch.tensor(

@@ -122,9 +122,13 @@ class Viewer:
             gui.add_button("Step").on_click(lambda _: self._request("_step"))
             gui.add_button("Reset").on_click(lambda _: self._request("_reset"))
             self._speed = gui.add_slider("Speed", min=0.1, max=4.0, step=0.1, initial_value=1.0)
-            command = getattr(env, "_memory", {}).get("command")
-            if command is not None and np.shape(command)[1] == 3:  # the velocity tasks' (vx, vy, yaw rate)
-                self._command_input = gui.add_vector3("Command (vx, vy, yaw)", (0.5, 0.0, 0.0), step=0.1)
+            # the commands a task declares (deployment(): the velocity tasks'), by name, in range
+            commands = (env.task.deployment() or {}).get("commands", {})
+            self._command_inputs = [
+                gui.add_slider(name, min=low, max=high, step=0.05, initial_value=min(max(0.0, low), high))
+                for name, (low, high) in commands.items()
+            ]
+            if commands:
                 gui.add_button("Apply command").on_click(lambda _: self._set_command())
         if play_button:
             gui.add_button("Play the latest policy").on_click(lambda _: self._request("_play"))
@@ -145,7 +149,7 @@ class Viewer:
 
     def _set_command(self) -> None:
         with self._lock:
-            self._command = tuple(float(v) for v in self._command_input.value)
+            self._command = tuple(float(slider.value) for slider in self._command_inputs)
 
     def _take(self, name: str):
         with self._lock:
@@ -159,7 +163,7 @@ class Viewer:
     def take_reset(self) -> bool:
         return self._take("_reset")
 
-    def take_command(self) -> tuple[float, float, float] | None:
+    def take_command(self) -> tuple[float, ...] | None:
         return self._take("_command")
 
     def take_play(self) -> bool:

@@ -18,7 +18,8 @@ whose outputs are torch tensors on a GPU. These two wrappers do the same job on 
   step after a done step is left out.
   The returned episode statistics in info are left in the env's units.
 
-Set `update_running_mean = False` to freeze the statistics (evaluation). Both wrappers are
+Set `update_running_mean = False` to freeze the statistics (evaluation). `Normalize` is the
+frozen form that a policy file holds. Both wrappers are
 `gymnasium.vector.VectorWrapper`s; `.obs_rms` / `.return_rms` hold the statistics (state_dict-able).
 """
 
@@ -53,6 +54,19 @@ class RunningMeanStd(torch.nn.Module):
         self.mean += delta * n / total
         self.var.copy_((self.var * self.count + var * n + delta.square() * self.count * n / total) / total)
         self.count.fill_(float(total))
+
+
+class Normalize(torch.nn.Module):
+    """(x - mean) / std with fixed statistics: a normalizer frozen for a policy file (the first
+    layer of a network that unienv.training.policy saves, e.g. rsl_rl's normalizer at export)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(size))
+        self.register_buffer("std", torch.ones(size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
 
 
 class NormalizeObservation(VectorWrapper):

@@ -31,7 +31,7 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from unienv.errors import ArgumentError
-from unienv.training.policy import Normalize
+from unienv.wrappers.normalize import Normalize
 
 
 class RslRlVecEnv(VecEnv):

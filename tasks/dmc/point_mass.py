@@ -11,7 +11,7 @@ quadratic)) / 5. Reset: x, y ~ U(joint range), at rest.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, tolerance
+from unienv.tasks.dmc.common import DMCTask, tolerance
 
 BLOCKS = {"position": 2, "velocity": 2}
 TARGET = (0.0, 0.0, 0.01)  # the target geom's position (fixed to the world)

@@ -15,7 +15,7 @@ in the model; here each env keeps its target in memory.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, derived_scene, tolerance
+from unienv.tasks.dmc.common import DMCTask, derived_scene, tolerance
 
 LINKS = 6
 BLOCKS = {"joints": LINKS - 1, "to_target": 2, "body_velocities": 3 * LINKS}

@@ -16,9 +16,10 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task, TaskOptions, option, total
+from unienv.tasks import ASSETS
 from unienv.tasks.common import ctrl_cost
 
-SCENE = os.path.join(os.path.dirname(__file__), "assets", "cartpole.xml")
+SCENE = os.path.join(ASSETS, "cartpole.xml")
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ Reward: 1 while the pole is within 8 degrees of upright (tolerance of xmat zz in
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {"orientation": 2, "velocity": 1}
 COSINE_BOUND = float(np.cos(np.deg2rad(8.0)))

@@ -1,4 +1,4 @@
-"""What the DeepMind Control Suite tasks (tasks/dmc_*.py) share: their models, dm_control's
+"""What the DeepMind Control Suite tasks (tasks/dmc/) share: their models, dm_control's
 `tolerance` reward shaping, its reset of joints, and a small base class.
 
 Model: each task is one of dm_control's `suite.load(domain, task)` environments, rewritten

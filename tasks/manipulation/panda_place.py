@@ -1,4 +1,4 @@
-"""Panda place: panda_lift's Franka Panda (`tasks/panda_lift.py`: the same Menagerie scene, arm,
+"""Panda place: panda_lift's Franka Panda (`tasks/manipulation/panda_lift.py`: the same Menagerie scene, arm,
 inverse-kinematics action, reset and timing) picks up the box and carries it to a target
 position drawn per episode, held there in the air.
 
@@ -33,7 +33,7 @@ mocap (for the marker), as panda_lift.
 import dataclasses
 
 from unienv.task import option, total
-from unienv.tasks.panda_lift import (
+from unienv.tasks.manipulation.panda_lift import (
     ARM,
     ARM_AND_CUBE,
     REST_HEIGHT,

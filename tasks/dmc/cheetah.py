@@ -13,7 +13,7 @@ random pose and the settling happens in its first steps.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, tolerance
+from unienv.tasks.dmc.common import DMCTask, tolerance
 
 BLOCKS = {"position": 8, "velocity": 9}
 RUN_SPEED = 10.0

@@ -10,7 +10,7 @@ lower arm, then their xmat zz (4), velocity = qvel (2). Reward: tolerance(|targe
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {"orientations": 4, "velocity": 2}
 TARGET_RADIUS = 0.2  # the target site's size

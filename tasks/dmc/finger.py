@@ -16,13 +16,13 @@ circle of radius 0.13 (the spinner's length) around the spinner's hinge; finger 
 state has no contact; a reset here cannot run collision detection, so a drawn state may
 start in contact, which the first steps resolve. dm_control moves the target site in the
 model; here each env keeps its target in memory. Touch sensors are read at the returned
-state (see dmc_common).
+state (see tasks/dmc/common.py).
 """
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, derived_scene
+from unienv.tasks.dmc.common import DMCTask, derived_scene
 
 BLOCKS = {"position": 4, "velocity": 3, "touch": 2, "target_position": 2, "dist_to_target": 1}
 HINGE = (0.2, 0.4)  # the spinner hinge's x, z (fixed)

@@ -14,7 +14,7 @@ walker starts in the air or through the floor and falls or is pushed out).
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {"orientations": 14, "height": 1, "velocity": 9}
 STAND_HEIGHT = 1.2

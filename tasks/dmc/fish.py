@@ -16,7 +16,7 @@ pose is the torso's composed with the mouth geom's constant offset (a capsule fr
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {"joint_angles": 7, "upright": 1, "target": 3, "velocity": 13}
 JOINTS = ["tail1", "tail_twist", "tail2", "finright_roll", "finright_pitch", "finleft_roll", "finleft_pitch"]

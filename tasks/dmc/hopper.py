@@ -8,13 +8,13 @@ tolerance(torso COM z - foot COM z, (0.6, 2)), small control = (4 + mean toleran
 margin 1, quadratic)) / 5, hopping = tolerance(torso subtree x velocity, (2, inf), margin
 1, linear, value_at_margin 0.5). Reset: dm_control's rule (root pitch ~ U(-pi, pi), limited
 joints ~ U(range)), at rest. The touch sensors are read at the returned state (see
-dmc_common); needs `mj_fields` (the bodies' COM positions).
+tasks/dmc/common.py); needs `mj_fields` (the bodies' COM positions).
 """
 
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, tolerance
+from unienv.tasks.dmc.common import DMCTask, tolerance
 
 BLOCKS = {"position": 6, "velocity": 7, "touch": 2}
 STAND_HEIGHT = 0.6

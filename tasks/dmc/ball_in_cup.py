@@ -12,7 +12,7 @@ may start inside the cup's wall, which the first steps resolve.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask
+from unienv.tasks.dmc.common import DMCTask
 
 BLOCKS = {"position": 4, "velocity": 4}
 TARGET = (0.0, -0.05)  # the target site's x, z in the cup's frame (the cup only translates)

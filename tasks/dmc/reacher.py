@@ -12,7 +12,7 @@ dm_control moves the target geom in the model; here each env keeps its target in
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import DMCTask, tolerance
+from unienv.tasks.dmc.common import DMCTask, tolerance
 
 BLOCKS = {"position": 2, "to_target": 2, "velocity": 2}
 FINGER_SIZE = 0.01  # the finger geom's radius

@@ -13,7 +13,7 @@ angle pi + 0.01 N(0, 1); qvel ~ 0.01 N(0, 1) in both.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {"position": 3, "velocity": 2}
 

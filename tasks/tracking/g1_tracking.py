@@ -1,8 +1,9 @@
 """G1 tracking: the Unitree G1 imitates a reference motion, as BeyondMimic does (Liao et al.
 2025, "BeyondMimic"; its reward and termination terms as mjlab's G1 tracking task states them).
 
-Robot, PD gains, default pose, action scale and timing are g1_velocity's (tasks/g1_velocity.py:
-Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s control step). The motion
+Robot, PD gains, default pose, action scale and timing are the G1's robot spec's
+(tasks/velocity/robots/g1.py: Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s
+control step). The motion
 (`motion`): a built-in clip (`unienv.motion.clips`: squat, arm_swing, made here) or a motion
 .npz (`python -m unienv motion convert`), at the control rate; it loops, so a clip that does
 not end where it starts jumps back to its first frame. Tracked bodies: BODIES (BeyondMimic's 14);
@@ -10,7 +11,8 @@ the anchor is the torso. Reference targets of the bodies: the reference's bodies
 its anchor lies under the robot's (the robot's anchor x, y and heading, the reference's height),
 so drift is the anchor terms' alone; their velocities turned by the same heading. Videos draw
 the reference as a translucent ghost (`ghost_qpos`).
-Reset: the robot at the reference frame of a start phase, joints + U(-reset_noise_scale, +it).
+Reset (`reset_episode`: the state and the memory from one draw): the robot at the reference frame
+of a start phase, joints + U(-reset_noise_scale, +it), the memory at the next frame.
 Start phases (BeyondMimic's adaptive sampling): the clip is cut in one bin a second; a bin is
 drawn with probability in proportion to its failure count (an average over resets, rate
 `adaptive_alpha`, of the episodes that ended there before the time limit) plus
@@ -21,11 +23,11 @@ m), ref_anchor_ori (6, the first two columns of the reference anchor's rotation 
 anchor's frame), future_joint_pos (29 per frame of `future_frames` more, minus the default
 pose; absent if 0), base_lin_vel, base_ang_vel (3 each, the pelvis's, in its frame), joint_pos
 (29, minus the default), joint_vel (29, x0.05), last_action (29).
-Reward (each term times its weight and dt, WEIGHTS; errors squared, SIGMAS in m, rad, m/s,
+Reward (each term times its weight and dt, WEIGHTS; errors squared, `tracking_sigmas` in m, rad, m/s,
 rad/s): anchor_pos exp(-|dp|^2/0.3^2) and anchor_ori exp(-angle^2/0.4^2) of the anchor in the
 world; body_pos, body_ori, body_lin_vel, body_ang_vel exp(-mean over BODIES of the squared
 error / sigma^2) against the aligned reference (sigmas 0.3, 0.4, 1.0, 3.14); action_rate
-|a - a_prev|^2; joint_limits, rad past 90 % of each joint's range. Weights (BeyondMimic's):
+|a - a_prev|^2; joint_limits, rad past 90 % of each joint's range (both tasks/velocity/terms.py's). Weights (BeyondMimic's):
 anchor_pos, anchor_ori 0.5; the four body terms 1; action_rate -0.1; joint_limits -10. The step's total is floored
 at 0 (as g1_velocity's): with a first policy's action noise the two penalties outweigh the
 tracking terms, and a negative step reward would teach it to fall. Perfect tracking earns
@@ -37,16 +39,16 @@ end effector's (ankles, wrists) height by more than `max_end_effector_height_err
 
 import dataclasses
 
+import gymnasium as gym
 import numpy as np
 
-from unienv import robots
 from unienv.backends.base import load_mjmodel
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, unknown_name
 from unienv.motion import clips, load
 from unienv.task import Task, TaskOptions, option
 from unienv.tasks.common import rotation_matrix, to_body
-from unienv.tasks.g1_velocity import G1_NCONMAX, G1_NJMAX, G1Velocity, g1_scene
-from unienv.tasks.go1_velocity import joint_limits
+from unienv.tasks.velocity.robots.g1 import G1
+from unienv.tasks.velocity.terms import action_rate, joint_limits
 
 BODIES = ("pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link", "right_hip_roll_link")
 BODIES += ("right_knee_link", "right_ankle_roll_link", "torso_link", "left_shoulder_roll_link")
@@ -70,6 +72,10 @@ class G1TrackingOptions(TaskOptions):
     action_scale: float = option(0.25, "an action of 1 moves a joint's target by this x torque limit / kp")
     future_frames: int = option(0, "reference frames after the next one whose joints are observed")
     reward_weights: dict = option(WEIGHTS, "each term's weight (then times dt); the ones given replace these")
+    tracking_sigmas: dict = option(
+        SIGMAS,
+        "each tracking term's error scale (m, rad, m/s, rad/s): exp(-error^2 / sigma^2); the ones given replace these",
+    )
     reset_noise_scale: float = option(0.05, "rad: reset joints U(-it, it) off the reference")
     max_anchor_height_error: float = option(0.25, "m: an episode ends when the anchor's height is off more")
     max_anchor_gravity_error: float = option(0.8, "an episode ends when the anchor's gravity z is off more")
@@ -83,6 +89,12 @@ class G1TrackingOptions(TaskOptions):
         if unknown:
             raise ArgumentError(f"task.reward_weights: expected terms of {list(WEIGHTS)}, got {unknown}")
         self.reward_weights = {**WEIGHTS, **(self.reward_weights or {})}
+        for name, sigma in (self.tracking_sigmas or {}).items():
+            if name not in SIGMAS:
+                raise unknown_name("term of task.tracking_sigmas", name, SIGMAS)
+            if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma > 0:
+                raise ArgumentError(f"task.tracking_sigmas.{name}: expected a number > 0, got {sigma!r}")
+        self.tracking_sigmas = {**SIGMAS, **(self.tracking_sigmas or {})}
 
 
 def yaw_turn(xp, c, s, v):
@@ -105,11 +117,8 @@ def angle_between(xp, a, b):
 class G1Tracking(Task):
     name = "g1_tracking"
     sim_dt, decimation, root_body, requires, arrays = 0.004, 5, "pelvis", ("body_views",), "any"
-    single_action_space, camera, Options = (
-        G1Velocity.single_action_space,
-        G1Velocity.camera,
-        G1TrackingOptions,
-    )
+    single_action_space = gym.spaces.Box(-1.0, 1.0, (G1.joints,), np.float32)
+    camera, Options = G1.camera, G1TrackingOptions
     terms = tuple(WEIGHTS)
 
     def __init__(self, **options):
@@ -125,9 +134,7 @@ class G1Tracking(Task):
                 f"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in [0, 1], got "
                 f"{self.adaptive_uniform!r}, {self.adaptive_alpha!r}"
             )
-        self.scene, per_torque = g1_scene(
-            robots.model_file("unitree_g1", "scene_mjx.xml"), (G1_NJMAX, G1_NCONMAX)
-        )
+        self.scene, per_torque = G1.build()
         self.joint_scale_np = self.action_scale * per_torque
         is_clip = self.motion in clips.CLIPS
         self.reference = clips.clip(self.motion, load_mjmodel(self.scene)) if is_clip else load(self.motion)
@@ -154,10 +161,10 @@ class G1Tracking(Task):
             info.joint_qpos_adr[info.actuator_joint],
             info.joint_dof_adr[info.actuator_joint],
         )
-        self.default_q = self.array(info.keyframes["default"][self.q_idx])
+        self.default_q = self.array(info.keyframes[G1.keyframe][self.q_idx])
         self.joint_scale = self.array(self.joint_scale_np)
         low, high = info.joint_range[info.actuator_joint].T
-        middle, half = (low + high) / 2, (high - low) / 2 * 0.9
+        middle, half = (low + high) / 2, (high - low) / 2 * G1.soft_limits
         self.q_low, self.q_high = self.array(middle - half), self.array(middle + half)
         root_rot = rotation_matrix(np, m.body_quat[:, 0])
         qpos, qvel = np.zeros((m.frames, backend.nq)), np.zeros((m.frames, backend.nv))
@@ -188,7 +195,7 @@ class G1Tracking(Task):
         self.bin_ids = self.xp.asarray(np.arange(self.bins))
         self.lower = self.array(np.tril(np.ones((self.bins, self.bins))))  # cumulative sums by products
         self.weights = self.array([self.reward_weights[k] * self.dt for k in self.terms])
-        self.sigmas = self.array([1.0 / SIGMAS[k] ** 2 for k in self.terms[:6]])
+        self.sigmas = self.array([1.0 / self.tracking_sigmas[k] ** 2 for k in self.terms[:6]])
 
     def action_to_ctrl(self, action):
         return self.default_q + self.joint_scale * action
@@ -260,8 +267,7 @@ class G1Tracking(Task):
     def reward(self, s, prev, action, memory):
         xp = self.xp
         tracking = xp.exp(-self.errors(s, memory) * self.sigmas)
-        rate = xp.square(action - memory["last_action"]).sum(1)
-        limits = joint_limits(xp, s["q"], self.q_low, self.q_high)
+        rate, limits = (term(self, s, prev, action, memory) for term in (action_rate, joint_limits))
         weighted = xp.concat((tracking, xp.stack((rate, limits), 1)), 1) * self.weights
         return xp.clip(weighted.sum(1), 0.0, None), dict(zip(self.terms, weighted.T, strict=True))
 
@@ -295,7 +301,9 @@ class G1Tracking(Task):
         rate = self.adaptive_alpha * xp.astype(mask.any(), self.dtype)
         self.failures = (1.0 - rate) * self.failures + rate * counts
 
-    def reset_state(self, env_ids, rng):
+    def reset_episode(self, env_ids, rng):
+        """A start phase drawn (adaptive sampling, see the module docstring), the robot at its
+        reference frame, and the memory from the next frame on: one draw for both."""
         xp, p = self.xp, self.failures + self.adaptive_uniform / self.bins
         cdf = (self.lower * (p / p.sum())).sum(1)
         u = rng.uniform((2,), dtype=self.dtype)
@@ -304,10 +312,10 @@ class G1Tracking(Task):
         f = xp.astype(frame, xp.int64)
         qpos, noise = xp.copy(self.ref_qpos[f]), self.reset_noise_scale
         qpos[:, self.q_idx] += rng.uniform((29,), -noise, noise, dtype=self.dtype)
-        self._starts = frame  # for reset_memory, which the env calls next in the same reset
-        return qpos, xp.copy(self.ref_qvel[f])
+        zeros = xp.zeros((rng.rows, 30), self.dtype)
+        memory = {"frame": (frame + 1.0) % len(self.ref_q), "steps": zeros[:, 0], "last_action": zeros[:, 1:]}
+        return qpos, xp.copy(self.ref_qvel[f]), memory
 
-    def reset_memory(self, rng):
-        frame = self.__dict__.pop("_starts")  # reset_state's draw: nothing stays on self after a reset
-        zeros = self.xp.zeros((rng.rows, 30), self.dtype)
-        return {"frame": (frame + 1.0) % len(self.ref_q), "steps": zeros[:, 0], "last_action": zeros[:, 1:]}
+    def reset_state(self, env_ids, rng):
+        """reset_episode's state (the env calls reset_episode)."""
+        return self.reset_episode(env_ids, rng)[:2]

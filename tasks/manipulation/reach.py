@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from unienv.task import Task, TaskOptions, option, total
+from unienv.tasks import ASSETS
 from unienv.tasks.common import read_state, rotate
 
 EE_OFFSET = (0.0, 0.0, 0.045)  # the "ee" site in link7's frame
@@ -46,7 +47,7 @@ class ReachOptions(TaskOptions):
 
 class Reach(Task):
     name = "reach"
-    scene = os.path.join(os.path.dirname(__file__), "assets", "arm7.xml")
+    scene = os.path.join(ASSETS, "arm7.xml")
     sim_dt = 0.002
     decimation = 10
     root_body = "link1"

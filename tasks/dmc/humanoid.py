@@ -19,7 +19,7 @@ cannot check, so a drawn pose may start through the floor and be pushed out.
 import gymnasium as gym
 import numpy as np
 
-from unienv.tasks.dmc_common import XMAT, DMCTask, tolerance
+from unienv.tasks.dmc.common import XMAT, DMCTask, tolerance
 
 BLOCKS = {
     "joint_angles": 21,
