@@ -53,6 +53,8 @@ from unienv.training.run import train
 @cli.report
 def main(cfg: DictConfig) -> None:
     cli.check_ints(cfg, "num_envs", "seed")
+    if cfg.train.get("learner") is None:  # PPO; the off-policy learner needs no rsl_rl
+        cli.require_extra("rsl_rl", extra="rsl-rl")
     train(cfg, on_env=viewer.watch(viewer.from_cfg(cfg.viewer, cfg.num_envs)))
 
 

@@ -1,23 +1,31 @@
-"""The quadruped's evaluation metric runs on the CPU engine, whose task constants are NumPy
-arrays while the env's observations are torch tensors."""
+"""train.py's evaluation of a velocity task (unienv.training.gait.GaitRecorder) runs on the CPU
+engine, whose task arrays are NumPy while the env's observations are torch tensors, and reports
+every figure it promises."""
 
 import torch
 
 import unienv
-from unienv.training.run import TrackingError
+from unienv.training.gait import GaitRecorder, gait_text
+from unienv.training.rollout import rollout
 
 
-def test_tracking_error_on_the_cpu_engine():
+def test_the_gait_recorder_on_the_cpu_engine():
     env = unienv.make("quadruped", backend="mujoco", num_envs=2, seed=0)
     try:
-        obs, _ = env.reset(seed=0)
-        tracking = TrackingError(env.task)
-        for _ in range(3):
-            obs, _, _, _, info = env.step(torch.zeros(env.action_space.shape))
-            tracking(obs, info)
-        result = tracking.result()
+        recorder = GaitRecorder.of(env)
+        rollout(env, lambda obs: torch.zeros(env.action_space.shape), 30, on_step=recorder, progress=False)
+        summary = recorder.summary()
     finally:
         env.close()
-    assert set(result) == {"lin_vel_error", "yaw_rate_error"}
-    assert all(v is not None and v >= 0.0 for v in result.values())
-    assert result["lin_vel_error"] > 0.0  # the commands are drawn, the robot stands still
+    assert {"lin_vel_error", "yaw_rate_error", "falls", "air_time", "duty_factor", "phase"} <= set(summary)
+    assert summary["lin_vel_error"] > 0.0  # the commands are drawn, the robot stands still
+    assert all(d > 0.9 for d in summary["duty_factor"].values())  # a zero action stands on four feet
+    assert summary["falls"] == 0 and "tracking error" in gait_text(summary)
+
+
+def test_a_task_without_gait_has_no_recorder():
+    env = unienv.make("cartpole", num_envs=1)
+    try:
+        assert GaitRecorder.of(env) is None
+    finally:
+        env.close()

@@ -16,84 +16,13 @@ from omegaconf import DictConfig, OmegaConf
 import unienv
 from unienv.errors import ArgumentError
 from unienv.training.checkpoint import load_checkpoint
+from unienv.training.config import checked_minutes, env_options, process_group, write_json
 from unienv.training.distributed import check_timeout
+from unienv.training.evaluation import evaluate
 from unienv.training.policy import save_policy
-from unienv.training.rollout import make_policy, rollout
 from unienv.training.signals import StopSignal
 from unienv.utils import files, plots
 from unienv.utils.numbers import finite_or_none as _number
-
-
-class TrackingError:
-    """A velocity task's mean velocity-tracking error along a rollout, from its observations.
-
-    A velocity task observes the root's base-frame linear and angular velocity and the command
-    (vx, vy, yaw rate) as the blocks BLOCKS, each scaled as its deployment contract declares
-    (`Task.deployment()`); `TrackingError.of(task)` is None for a task without them. Called with
-    each step's (obs, info), it sums |command_xy - v_xy| (m/s) and |command_yaw - w_z| (rad/s)
-    over every env and step, taking an ended episode's last observation (info["final_obs"])
-    rather than its successor's first. With observation noise (DR) the errors include the noise.
-    """
-
-    BLOCKS = ("base_lin_vel", "base_ang_vel", "command")
-
-    @classmethod
-    def of(cls, task) -> TrackingError | None:
-        declared = (task.deployment() or {}).get("observation", {})
-        return cls(task) if all(b in task.observation_layout and b in declared for b in cls.BLOCKS) else None
-
-    def __init__(self, task):
-        layout, declared = task.observation_layout, task.deployment()["observation"]
-        (lin, ang, command), scale = (layout[b] for b in self.BLOCKS), {}
-        for b in self.BLOCKS:
-            scale[b] = torch.as_tensor(declared[b]["scale"], dtype=torch.float64).expand(3)
-        # v_x, v_y, w_z, then the command's three columns
-        self.columns = [lin.start, lin.start + 1, ang.start + 2, *range(command.start, command.stop)]
-        self.scale = torch.cat((scale["base_lin_vel"][:2], scale["base_ang_vel"][2:], scale["command"]))
-        self.lin = self.yaw = 0.0
-        self.count = 0
-
-    def __call__(self, obs: torch.Tensor, info: dict) -> None:
-        if "final_obs" in info:
-            obs = torch.where(info["_final_obs"][:, None], info["final_obs"], obs)
-        unscaled = obs[:, self.columns] / self.scale.to(obs.device, obs.dtype)
-        error = unscaled[:, 3:] - unscaled[:, :3]
-        self.lin = self.lin + error[:, :2].norm(dim=1).sum()  # stays on the device until result()
-        self.yaw = self.yaw + error[:, 2].abs().sum()
-        self.count += len(obs)
-
-    def result(self) -> dict:
-        return {
-            "lin_vel_error": _number(self.lin / self.count),
-            "yaw_rate_error": _number(self.yaw / self.count),
-        }
-
-
-def write_json(path: str, data: dict) -> None:
-    """data as JSON at path, replaced whole (a reader never sees half a file)."""
-    files.write_json(path, data, indent=1)
-
-
-def process_group() -> tuple[int, int, int]:
-    """(rank, local rank, world size) from torchrun's environment; (0, 0, 1) without torchrun."""
-    return int(os.getenv("RANK", "0")), int(os.getenv("LOCAL_RANK", "0")), int(os.getenv("WORLD_SIZE", "1"))
-
-
-def checked_minutes(minutes):
-    """train.checkpoint_minutes: a number > 0, or None (no timer)."""
-    if minutes is not None and (
-        isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
-    ):
-        raise ArgumentError(f"train.checkpoint_minutes: expected a number > 0 or null, got {minutes!r}")
-    return minutes
-
-
-def env_options(cfg: DictConfig) -> tuple[str, str, dict, dict]:
-    """(task, backend, task options, backend options) as unienv.make takes them from the config."""
-    task_options = OmegaConf.to_container(cfg.task, resolve=True)
-    backend_options = OmegaConf.to_container(cfg.backend)
-    task, backend = task_options.pop("name"), backend_options.pop("name")
-    return task, backend, task_options, {k: v for k, v in backend_options.items() if v is not None}
 
 
 def train(cfg: DictConfig, on_env=None) -> None:
@@ -104,9 +33,6 @@ def train(cfg: DictConfig, on_env=None) -> None:
         from unienv.training.offpolicy.run import train_offpolicy
 
         return train_offpolicy(cfg, on_env)
-    from unienv.tools import cli
-
-    cli.require_extra("rsl_rl", extra="rsl-rl")
     from unienv.training import runner as runner_module
     from unienv.wrappers.rsl_rl import RslRlVecEnv, exportable_actor
 
@@ -304,43 +230,3 @@ def finish(cfg, runner, metrics, metrics_path, run_dir, env, seconds, rank, worl
     print(f"metrics: {metrics_path}")
     if runner.stopped_by != "iterations":  # a signal or train.max_seconds: the last checkpoint is kept
         print(f"resume with: python train.py train.resume={run_dir} (and this run's other options)")
-
-
-def evaluate(cfg, device, path) -> dict | None:
-    """Roll the saved policy file out deterministically on fresh envs (the run's task, backend and
-    DR, seeded seed + 10000); print and return its episode statistics (and, for a velocity task,
-    its mean velocity-tracking error)."""
-    steps = cfg.train.eval_steps
-    if steps == 0:
-        return None
-    task, backend, task_options, backend_options = env_options(cfg)
-    env = unienv.make(
-        task,
-        backend=backend,
-        num_envs=cfg.num_envs,
-        device=device,
-        seed=cfg.seed + 10_000,
-        dr=cfg.dr,
-        task_options=task_options,
-        backend_options=backend_options,
-    )
-    tracking = TrackingError.of(env.task)
-    try:
-        policy = make_policy(path, env)
-        stats = rollout(env, policy, steps or env.max_episode_steps, on_step=tracking, progress=False)
-    finally:
-        env.close()
-    s = stats.summary()
-    print(
-        f"eval: {s['episodes']} episodes, return {s['return_mean']:.2f} +- {s['return_std']:.2f}, "
-        f"length {s['length_mean']:.1f}, termination rate {s['termination_rate']:.2f}" + stats.metrics_text()
-    )
-    result = {k: v if isinstance(v, int) else _number(v) for k, v in s.items()}
-    result |= {"steps": stats.steps, "num_envs": env.num_envs}
-    if tracking is not None:
-        result |= tracking.result()
-        print(
-            f"eval: velocity tracking error {result['lin_vel_error']:.3f} m/s (planar), "
-            f"{result['yaw_rate_error']:.3f} rad/s (yaw rate)"
-        )
-    return result

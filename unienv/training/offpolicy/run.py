@@ -18,11 +18,12 @@ from omegaconf import DictConfig, OmegaConf
 import unienv
 from unienv.errors import ArgumentError
 from unienv.training.checkpoint import load_checkpoint
+from unienv.training.config import checked_minutes, env_options, process_group, write_json
+from unienv.training.evaluation import evaluate
 from unienv.training.offpolicy.learner import LearnerConfig
 from unienv.training.offpolicy.loop import LoopConfig, OffPolicyRun
 from unienv.training.offpolicy.networks import exportable_actor
 from unienv.training.policy import save_policy
-from unienv.training.run import checked_minutes, env_options, evaluate, process_group, write_json
 from unienv.training.signals import StopSignal
 from unienv.utils import files, plots
 
