@@ -68,6 +68,19 @@ class RobotSpec:
     min_feet_distance: float = 0.15  # m: feet_distance's threshold (bipeds)
     only_positive_rewards: bool = False  # the step's total floored at 0 (legged_gym's option)
     soft_limits: float = 0.9  # joint_limits counts from this fraction of each joint's range
+    foot_point: tuple[float, float, float] = (
+        0.0,
+        0.0,
+        0.0,
+    )  # m: each foot's contact point in its body's frame
+    foot_height: float = 0.0  # m: that point's height above the ground when the robot stands
+    # each foot's place in the gait clock's cycle (cycles, in the order of `feet`): a trot's diagonal
+    # pairs together, half a cycle after the other pair; a biped's feet alternating. None: no gait
+    # clock for this robot (the gait term and gait_frequency are refused)
+    gait_offsets: tuple[float, ...] | None = None
+    gait_frequency: float = 0.0  # Hz: the default stride rate of the gait clock (0: none)
+    swing_height: float = 0.08  # m: the gait term's lift of a swinging foot
+    tracking_sigma: float = 0.25  # the tracking terms' exp(-error^2 / sigma): legged_gym's
     camera: dict[str, Any] = dataclasses.field(default_factory=dict)
     buffers: tuple[int, int] | None = None  # mjwarp's <size njmax nconmax> on the flat scene
     refused: dict[str, str] = dataclasses.field(default_factory=dict)  # engine -> the feature it refuses

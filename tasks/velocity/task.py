@@ -80,6 +80,12 @@ class VelocityOptions(TaskOptions):
     )
     min_feet_distance: float = option(0.15, "m: feet_distance penalizes feet closer across the heading")
     only_positive_rewards: bool = option(False, "floor the step's total reward at 0 (legged_gym's option)")
+    tracking_sigma: float = option(0.25, "(m/s)^2, (rad/s)^2: the tracking terms' exp(-error^2 / sigma)")
+    gait_frequency: float = option(
+        0.0,
+        "Hz: the gait clock's stride rate (observed as block gait_clock; the gait term follows it); 0: none",
+    )
+    swing_height: float = option(0.08, "m: how high the gait term asks a swinging foot to lift")
     terrain: dict | None = option(
         None,
         "generated terrain with a height scan and a curriculum: TerrainConfig fields ({}: every type, "
@@ -98,9 +104,16 @@ class VelocityOptions(TaskOptions):
         # the defaults of this robot's options (its subclass's), merged with what is given
         defaults = {f.name: f.default_factory() for f in dataclasses.fields(self) if f.name in DICTS}
         given = {k: tuple(v) for k, v in (self.command_ranges or {}).items()}
-        for name in given:
+        for name, pair in given.items():
             if name not in defaults["command_ranges"]:
                 raise unknown_name("command of task.command_ranges", name, defaults["command_ranges"])
+            numbers = all(
+                not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) for x in pair
+            )
+            if len(pair) != 2 or not numbers or pair[0] > pair[1]:
+                raise ArgumentError(
+                    f"task.command_ranges.{name}: expected [lo, hi] with lo <= hi (equal: a fixed command), got {list(pair)!r}"
+                )
         self.command_ranges = {**defaults["command_ranges"], **given}
         self.reward_weights = {**defaults["reward_weights"], **(self.reward_weights or {})}
         for name, weight in self.reward_weights.items():
@@ -113,6 +126,10 @@ class VelocityOptions(TaskOptions):
                 raise ArgumentError(
                     f"task.reward_weights.{name}: expected a finite number or null, got {weight!r}"
                 )
+        if self.reward_weights.get("gait") is not None and not self.gait_frequency > 0:
+            raise ArgumentError(
+                "task.reward_weights.gait: the gait term follows the gait clock; set task.gait_frequency > 0"
+            )
 
 
 class VelocityTask(Task):
@@ -126,6 +143,10 @@ class VelocityTask(Task):
 
     def __init__(self, **options):
         super().__init__(**options)
+        if self.gait_frequency and self.robot.gait_offsets is None:
+            raise ArgumentError(
+                f"task.gait_frequency: the {self.robot.title} has no gait clock (its spec sets no gait_offsets)"
+            )
         self.scene, self.per_torque = self.robot.build(flat=self.terrain is None)
         self.terms = tuple(k for k, w in self.reward_weights.items() if w is not None)
         self.term_fns = tuple(TERMS[k] for k in self.terms)
@@ -146,6 +167,7 @@ class VelocityTask(Task):
     def observation_blocks(self):
         blocks = {"base_lin_vel": 3, "base_ang_vel": 3, "gravity": 3, "command": 3}
         blocks |= {"joint_pos": self.joints, "joint_vel": self.joints, "last_action": self.joints}
+        blocks |= {"gait_clock": 2} if self.gait_frequency else {}
         return blocks | ({"height_scan": len(self.scan_points)} if self.scanned else {})
 
     @property
@@ -160,6 +182,12 @@ class VelocityTask(Task):
             else self.action_scale
         )
         observation = dict(OBSERVATION)
+        if self.gait_frequency:
+            observation["gait_clock"] = {
+                "quantity": "gait_clock",
+                "frequency": self.gait_frequency,
+                "scale": 1.0,
+            }
         if self.scanned:
             observation["height_scan"] = {"quantity": "height_scan", "frame": "base_yaw"}
             observation["height_scan"] |= {"points": self.scan_points.tolist(), "offset": SCAN_OFFSET}
@@ -175,6 +203,10 @@ class VelocityTask(Task):
         info, robot = backend.info, self.robot
         self.base_and_feet = backend.find("body", (robot.root_body, *robot.feet))
         self.feet_ids = self.base_and_feet[1:]
+        self.gait_feet = tuple(robot.feet)  # what the evaluation's gait metrics name the feet by
+        self.foot_point = self.array(robot.foot_point) if any(robot.foot_point) else None
+        self.foot_height = robot.foot_height
+        self.gait_offsets = self.array(robot.gait_offsets) if robot.gait_offsets else None
         self.torso_id = backend.find("body", robot.torso_body) if robot.torso_body else None
         # the root's free joint: qpos [p, wxyz quat], qvel [v world, w base frame] (MuJoCo's layout)
         free = int(np.flatnonzero(info.joint_type == 0)[0])
@@ -264,6 +296,9 @@ class VelocityTask(Task):
             OBS_SCALES["dof_vel"] * s["qd"],
             memory["last_action"],
         )
+        if self.gait_frequency:
+            angle = (2 * math.pi) * memory["phase"]
+            parts += (self.xp.sin(angle), self.xp.cos(angle))
         obs = self.xp.concat(parts, 1)
         if not self.scanned:
             return obs
@@ -284,7 +319,25 @@ class VelocityTask(Task):
 
     def remember(self, s, action, memory):
         air_time = (memory["air_time"] + self.dt) * ~s["foot_contact"]
-        return {"command": memory["command"], "last_action": self.xp.copy(action), "air_time": air_time}
+        kept = {"command": memory["command"], "last_action": self.xp.copy(action), "air_time": air_time}
+        if self.gait_frequency:
+            kept["phase"] = (memory["phase"] + self.gait_frequency * self.dt) % 1.0
+        return kept
+
+    def metrics(self, s, memory):
+        """What an evaluation reports (unienv.training.gait): tracking errors, base height, joint
+        torque and mechanical power, planar speed, and each foot's contact (1 or 0)."""
+        xp, base, command = self.xp, s["base"], memory["command"]
+        out = {
+            "lin_vel_error": xp.norm(command[:, :2] - base[:, 0, :2]),
+            "yaw_rate_error": xp.abs(command[:, 2] - base[:, 1, 2]),
+            "base_height": s["height"],
+            "power": xp.abs(s["torque"] * s["qd"]).sum(1),
+            "torque": xp.abs(s["torque"]).mean(1),
+            "speed": xp.norm(base[:, 0, :2]),
+        }
+        contact = s["foot_contact"] * 1.0
+        return out | {f"contact_{foot}": contact[:, i] for i, foot in enumerate(self.gait_feet)}
 
     def on_reset(self, mask, s, memory):
         if self.ground is not None and self.terrain_curriculum:
@@ -307,11 +360,14 @@ class VelocityTask(Task):
 
     def reset_memory(self, rng):
         zeros = self.xp.zeros((rng.rows, len(self.robot.feet) + self.joints), self.dtype)
-        return {
+        memory = {
             "command": rng.uniform((3,), self.command_low, self.command_high, dtype=self.dtype),
             "last_action": zeros[:, : self.joints],
             "air_time": zeros[:, self.joints :],
         }
+        if self.gait_frequency:  # each env's clock starts anywhere in its cycle
+            memory["phase"] = rng.uniform((1,), 0.0, 1.0, dtype=self.dtype)
+        return memory
 
 
 @functools.cache
@@ -330,6 +386,9 @@ def bind(name: str, robot: str, rough: bool = False) -> type[VelocityTask]:
         "reset_noise_scale": spec.reset_noise_scale,
         "min_feet_distance": spec.min_feet_distance,
         "only_positive_rewards": spec.only_positive_rewards or rough,
+        "tracking_sigma": spec.tracking_sigma,
+        "gait_frequency": spec.gait_frequency,
+        "swing_height": spec.swing_height,
         "terrain": {} if rough else None,
     }
     docs = {f.name: f.metadata["doc"] for f in dataclasses.fields(VelocityOptions)}

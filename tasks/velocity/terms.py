@@ -30,8 +30,6 @@ from unienv.tasks.common import rotation_matrix
 TERMS: dict[str, Callable] = {}
 """Every reward term by name."""
 
-TRACKING_SIGMA = 0.25  # (m/s)^2, (rad/s)^2: the tracking terms' exp(-error^2 / sigma)
-
 
 def term(fn: Callable | None = None, *, reads: tuple[str, ...] = ()) -> Callable:
     """Register `fn` in TERMS under its name; `reads`: the READS it needs beyond the base reading."""
@@ -48,8 +46,13 @@ def term(fn: Callable | None = None, *, reads: tuple[str, ...] = ()) -> Callable
 
 
 def read_feet(t, backend) -> dict:
-    views = backend.get_body_views(t.feet_ids)
-    return {"foot_pos": t.xp.asarray(views.pos), "foot_vel": t.xp.asarray(views.lin_vel)}
+    """The feet's contact points (the spec's foot_point in each foot body) and the bodies' velocities."""
+    xp, views = t.xp, backend.get_body_views(t.feet_ids)
+    pos = xp.asarray(views.pos)
+    if t.foot_point is not None:  # the point's offset turned into the world frame
+        rot = rotation_matrix(xp, xp.asarray(views.quat).reshape(-1, 4)).reshape(*pos.shape[:2], 3, 3)
+        pos = pos + (rot * t.foot_point).sum(-1)
+    return {"foot_pos": pos, "foot_vel": xp.asarray(views.lin_vel)}
 
 
 def read_torso(t, backend) -> dict:
@@ -64,21 +67,24 @@ READS: dict[str, Callable] = {"feet": read_feet, "torso": read_torso}
 # ---- tracking -----------------------------------------------------------------------------------
 
 
-def tracking(xp, error_sq, sigma: float = TRACKING_SIGMA):
+def tracking(xp, error_sq, sigma: float):
     """exp(-error^2 / sigma): 1 on the command, falling off with the squared error."""
     return xp.exp(error_sq * (-1.0 / sigma))
 
 
 @term
 def lin_vel(t, s, prev, action, memory):
-    """Tracking of the commanded planar velocity (base frame): exp(-|command_xy - v_xy|^2 / 0.25)."""
-    return tracking(t.xp, t.xp.square(memory["command"][:, :2] - s["base"][:, 0, :2]).sum(1))
+    """Tracking of the commanded planar velocity (base frame): exp(-|command_xy - v_xy|^2 /
+    t.tracking_sigma) (legged_gym's sigma 0.25 (m/s)^2 by default)."""
+    return tracking(
+        t.xp, t.xp.square(memory["command"][:, :2] - s["base"][:, 0, :2]).sum(1), t.tracking_sigma
+    )
 
 
 @term
 def ang_vel(t, s, prev, action, memory):
-    """Tracking of the commanded yaw rate: exp(-(command_yaw - w_z)^2 / 0.25)."""
-    return tracking(t.xp, t.xp.square(memory["command"][:, 2] - s["base"][:, 1, 2]))
+    """Tracking of the commanded yaw rate: exp(-(command_yaw - w_z)^2 / t.tracking_sigma)."""
+    return tracking(t.xp, t.xp.square(memory["command"][:, 2] - s["base"][:, 1, 2]), t.tracking_sigma)
 
 
 # ---- the base's motion and posture ----------------------------------------------------------------
@@ -169,3 +175,18 @@ def feet_distance(t, s, prev, action, memory):
     d = s["foot_pos"][:, 0, :2] - s["foot_pos"][:, 1, :2]
     across = heading[:, 0] * d[:, 1] - heading[:, 1] * d[:, 0]  # the left foot's lead to the left
     return xp.clip(t.min_feet_distance - across, 0.0, None)
+
+
+@term(reads=("feet",))
+def gait(t, s, prev, action, memory):
+    """Following the gait clock, in [0, 1]: each foot is asked to stand for the first half of its
+    cycle (the clock's phase plus the foot's offset) and to swing in the second; a standing foot
+    scores 1 in contact, a swinging one its lift above its standing height as a share of
+    t.swing_height (at most 1); the mean over the feet. The contact schedule of Walk These Ways
+    (Margolis and Agrawal 2022) and the periodic rewards of Siekmann et al. (2021), with the swing
+    scored by height rather than by the absence of contact, so that a foot barely off the ground
+    earns little."""
+    xp = t.xp
+    stance = ((memory["phase"] + t.gait_offsets) % 1.0) < 0.5
+    lift = xp.clip(s["foot_pos"][..., 2] - t.foot_height, 0.0, t.swing_height) / t.swing_height
+    return xp.where(stance, s["foot_contact"] * 1.0, lift).mean(1)

@@ -96,7 +96,7 @@ def test_go1_gains_and_pose_are_menageries(envs):
     np.testing.assert_allclose(info.actuator_gain, 100.0)
     np.testing.assert_allclose(info.actuator_bias[:, 1], -100.0)  # kp 100 on the joint position
     np.testing.assert_allclose(np.asarray(t.default_q), GO1_POSE)
-    assert t.action_scale == 0.25 and t.dt == pytest.approx(0.02)
+    assert t.action_scale == 0.5 and t.dt == pytest.approx(0.02)  # Playground's joystick scale
 
 
 def test_g1_gains_pose_and_action_scale_are_mjlabs(envs):
@@ -288,18 +288,21 @@ def test_g1_training_resumes_and_its_policy_exports_to_onnx(tmp_path):
 
 @pytest.mark.parametrize("task", ROBOTS)
 def test_train_py_evaluates_the_robots_tracking_error(envs, task):
-    """train.py's evaluation metric (TrackingError) reads a robot's observation by its blocks'
-    names: its errors equal those from the task's own reading of the base's velocity and the
-    command."""
-    from unienv.training.run import TrackingError
+    """train.py's evaluation (GaitRecorder) reads the command by the observation block's name and
+    the errors from the task's metrics: they equal those from the task's own reading of the
+    base's velocity and the command."""
+    from unienv.training.gait import GaitRecorder
 
     env = envs(task)
     env.reset(seed=3)
-    tracking = TrackingError.of(env.task)
+    recorder = GaitRecorder.of(env)
     obs, _, terminated, truncated, info = env.step(torch.zeros(env.action_space.shape))
     assert not (terminated | truncated).any()
-    tracking(obs, info)
+    recorder(obs, info)
     base, command = np.asarray(env._reading["base"]), np.asarray(env._memory["command"])
     lin = np.linalg.norm(command[:, :2] - base[:, 0, :2], axis=1).mean()  # base-frame linear velocity
     yaw = np.abs(command[:, 2] - base[:, 1, 2]).mean()  # base-frame angular velocity about z
-    assert tracking.result() == pytest.approx({"lin_vel_error": lin, "yaw_rate_error": yaw}, rel=1e-4)
+    summary = recorder.summary()
+    assert summary["lin_vel_error"] == pytest.approx(lin, rel=1e-6)
+    assert summary["yaw_rate_error"] == pytest.approx(yaw, rel=1e-6)
+    np.testing.assert_allclose(np.asarray(recorder.commands[0]), command, rtol=1e-5)

@@ -21,6 +21,7 @@ def _context(rng):
     """A task's constants, a reading (N envs, 2 feet, 3 joints) and a memory, in NumPy."""
     t = types.SimpleNamespace(xp=NUMPY, dt=0.02, base_height_target=0.3, air_time_threshold=0.5)
     t.min_feet_distance, t.q_low, t.q_high, t.default_q = 0.15, -np.ones(3), np.ones(3), np.zeros(3)
+    t.tracking_sigma, t.gait_offsets, t.foot_height, t.swing_height = 0.25, np.array([0.0, 0.5]), 0.02, 0.08
     yaw = rng.uniform(-np.pi, np.pi, N)
     rot = np.zeros((N, 3, 3))
     rot[:, 0, 0], rot[:, 1, 0], rot[:, 0, 1], rot[:, 1, 1], rot[:, 2, 2] = (
@@ -40,6 +41,7 @@ def _context(rng):
         "command": rng.normal(size=(N, 3)),
         "last_action": rng.normal(size=(N, 3)),
         "air_time": rng.uniform(0, 1, (N, 2)),
+        "phase": rng.uniform(0, 1, (N, 1)),
     }
     return t, s, memory
 
@@ -67,6 +69,12 @@ def test_terms_give_what_their_docstrings_say():
     left = np.stack((heading[:, 1], -heading[:, 0]), 1) * 0.3
     s["foot_pos"][:, 0, :2], s["foot_pos"][:, 1, :2] = left, 0.0
     assert np.allclose(TERMS["feet_distance"](t, s, s, None, memory), 0.15 + 0.3)
+    memory["phase"][:] = 0.25  # foot 0 (offset 0) stands, foot 1 (offset 0.5) swings
+    s["foot_contact"][:] = (True, False)
+    s["foot_pos"][:, 1, 2] = t.foot_height + t.swing_height  # the swing foot lifted all the way
+    assert np.allclose(TERMS["gait"](t, s, s, None, memory), 1.0)
+    s["foot_contact"][:, 0], s["foot_pos"][:, 1, 2] = False, t.foot_height + t.swing_height / 2
+    assert np.allclose(TERMS["gait"](t, s, s, None, memory), 0.25)  # (0 + 0.5) / 2
 
 
 def test_an_unknown_term_is_refused_in_one_line_with_the_closest():
@@ -109,7 +117,10 @@ def test_terrain_height_scan_and_curriculum_are_options():
     assert (
         flat.observation_blocks() == rough.observation_blocks() and "height_scan" in flat.observation_layout
     )
-    assert flat.only_positive_rewards is False and rough.only_positive_rewards is True  # the id's defaults
+    quadruped = task_class("quadruped")(terrain=terrain)
+    assert (
+        quadruped.only_positive_rewards is False and rough.only_positive_rewards is True
+    )  # the ids' defaults
     blind = task_class("quadruped")(terrain=terrain, height_scan=False)
     assert "height_scan" not in blind.observation_layout
     env = unienv.make(
