@@ -47,6 +47,10 @@ class LearnerConfig:
     lr: float = 1e-3
     adam_beta1: float = 0.5  # CrossQ's; SAC's usual 0.9
     gamma: float = 0.99
+    # rewards are multiplied by this before learning: soft actor-critic's entropy term is sized for
+    # rewards of order 1 a step, and the legged tasks' are weight x dt (legged_gym's convention,
+    # 1/50 of that at 50 Hz): their presets set 1 / dt
+    reward_scale: float = 1.0
     tau: float = 0.005  # Polyak step of the target critics (droq, sac)
     policy_delay: int = 3  # critic steps per actor step
     init_alpha: float = 0.1  # the temperature's start (then learned)
@@ -63,7 +67,7 @@ class LearnerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ArgumentError(f"train.learner.{name}: expected an integer >= 1, got {value!r}")
-        for name in ("lr", "init_alpha"):
+        for name in ("lr", "init_alpha", "reward_scale"):
             if not _positive(getattr(self, name)):
                 raise ArgumentError(
                     f"train.learner.{name}: expected a number > 0, got {getattr(self, name)!r}"
@@ -141,7 +145,7 @@ class Learner:
             both = self.critics(torch.cat((obs, next_obs)), torch.cat((action, next_action)))
             q, next_q = both.chunk(2, dim=1)
             next_q = next_q.detach()
-        target = reward + self.config.gamma * (1 - terminated) * (
+        target = self.config.reward_scale * reward + self.config.gamma * (1 - terminated) * (
             next_q.min(0).values - alpha * next_log_prob
         )
         critic_loss = (q - target).square().mean(1).sum()
