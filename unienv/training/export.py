@@ -34,9 +34,9 @@ import torch
 
 from unienv.errors import ArgumentError, install_command
 from unienv.training.policy import META_KEY, Normalize, check_layout_keys, load_policy
-from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
+from unienv.utils.untrusted import regular_file
 
 OPSET = 17
 ONNX_FORMAT = "unienv.onnx/1"

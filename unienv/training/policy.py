@@ -52,9 +52,9 @@ import torch
 from unienv.deploy.contract import contract_of
 from unienv.errors import ArgumentError
 from unienv.tasks import constructor_options
-from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
+from unienv.utils.untrusted import regular_file
 
 FORMAT = "unienv.policy/2"
 META_KEY = "unienv"
