@@ -1,7 +1,9 @@
 """The viser server: where it listens, the scene of the shown envs, and the page's controls.
 
 Safe by default: it binds to 127.0.0.1 and prints the URL with the `ssh -L` line that reaches
-it from another machine; a host other than a loopback address prints a warning. Everything that
+it from another machine; a host other than a loopback address prints a warning. Whatever a page
+sends is checked on the server before viser applies it (unienv.viewer.gate): only a control's
+value, of its type and within its bounds, reaches the run. Everything that
 can be wrong (viser missing, a host that is not an address, a port in use, an env index out of
 range) is checked by `check` before anything starts, so a run either starts with its viewer or not
 at all. The server runs in viser's own threads: closing the page never stops the run, and the
@@ -21,8 +23,21 @@ import mujoco
 import numpy as np
 
 from unienv.errors import ArgumentError
+from unienv.viewer.gate import Gate, check_viser
 
 DEFAULT_ENVS = 4  # envs tiled when none are chosen, as play.py's videos tile video.envs
+SPEEDS = (0.1, 4.0)  # the page's speed slider: real time times this
+MAX_COMMAND = 10.0  # the page's command bounds (m/s, rad/s) where the task states no ranges
+COMMANDS = ("lin_vel_x", "lin_vel_y", "ang_vel_yaw")  # the page's command, in its order
+
+
+def command_bounds(task) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(low, high) of the page's command (vx, vy, yaw rate): the velocity task's command ranges
+    (lin_vel_x, lin_vel_y, ang_vel_yaw), or +-MAX_COMMAND."""
+    ranges = getattr(task, "command_ranges", None) or {}
+    if not all(k in ranges for k in COMMANDS):
+        return (-MAX_COMMAND,) * 3, (MAX_COMMAND,) * 3
+    return tuple(float(ranges[k][0]) for k in COMMANDS), tuple(float(ranges[k][1]) for k in COMMANDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +58,7 @@ def check(options: Options, num_envs: int) -> Options:
         import viser  # noqa: F401
     except ImportError:
         raise ArgumentError("viewer=web: needs viser; pip install 'unienv[viewer]'") from None
+    check_viser()
     host = options.host
     if host != "localhost":
         try:
@@ -106,6 +122,7 @@ class Viewer:
         self.model = mujoco.MjModel.from_xml_path(env.task.scene)
         self.poses = scene.Poses(env.backend, self.model)
         self.server = viser.ViserServer(host=options.host, port=options.port, verbose=False)
+        self.gate = Gate(self.server)  # before the first page can connect, its controls added below
         self.server.scene.set_up_direction("+z")
         self.frames = scene.build(self.server, self.model, len(self.env_ids), options.spacing)
         offsets = scene.tile_offsets(len(self.env_ids), options.spacing)
@@ -117,17 +134,25 @@ class Viewer:
         self._command = None
         gui = self.server.gui
         self.status = gui.add_markdown("starting")
+        allow = self.gate.allow
         if controls:
-            self._paused = gui.add_checkbox("Pause", False)
-            gui.add_button("Step").on_click(lambda _: self._request("_step"))
-            gui.add_button("Reset").on_click(lambda _: self._request("_reset"))
-            self._speed = gui.add_slider("Speed", min=0.1, max=4.0, step=0.1, initial_value=1.0)
+            self._paused = allow(gui.add_checkbox("Pause", False), "checkbox")
+            allow(gui.add_button("Step"), "button").on_click(lambda _: self._request("_step"))
+            allow(gui.add_button("Reset"), "button").on_click(lambda _: self._request("_reset"))
+            self._speed = allow(
+                gui.add_slider("Speed", *SPEEDS, step=0.1, initial_value=1.0), "slider", *SPEEDS
+            )
             command = getattr(env, "_memory", {}).get("command")
             if command is not None and np.shape(command)[1] == 3:  # the velocity tasks' (vx, vy, yaw rate)
-                self._command_input = gui.add_vector3("Command (vx, vy, yaw)", (0.5, 0.0, 0.0), step=0.1)
-                gui.add_button("Apply command").on_click(lambda _: self._set_command())
+                low, high = command_bounds(env.task)
+                start = tuple(np.clip((0.5, 0.0, 0.0), low, high).tolist())
+                field = gui.add_vector3("Command (vx, vy, yaw)", start, min=low, max=high, step=0.1)
+                self._command_input = allow(field, "vector", low, high)
+                allow(gui.add_button("Apply command"), "button").on_click(lambda _: self._set_command())
         if play_button:
-            gui.add_button("Play the latest policy").on_click(lambda _: self._request("_play"))
+            allow(gui.add_button("Play the latest policy"), "button").on_click(
+                lambda _: self._request("_play")
+            )
         self.terms = gui.add_markdown("")
         announce(options.host, options.port)
 
@@ -183,8 +208,10 @@ class Viewer:
             self.show(*self.poses(self.env_ids))
 
     def report(self, status: str, terms: dict[str, float] | None = None) -> None:
-        """The status line and, where given, reward terms of the first shown env as bars."""
-        self.status.content = status
+        """The status line (with the count of pages' messages refused, if any) and, where given,
+        reward terms of the first shown env as bars."""
+        refused = sum(self.gate.refused.values())
+        self.status.content = status + (f" ({refused} messages from pages refused)" if refused else "")
         if terms:
             scale = max(1e-9, *(abs(v) for v in terms.values()))
             rows = [
