@@ -386,6 +386,12 @@ def _shown(value) -> str:
     return _SHORT.repr(value)
 
 
+def _cut(value) -> str:
+    """str(value), cut to 200 characters: a difference names what a file holds, in one line."""
+    text = str(value)
+    return text if len(text) <= 200 else f"{text[:180]}... ({len(text)} characters)"
+
+
 _SHORT = reprlib.Repr()
 _SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxtuple = 3, 6, 6, 6
 _SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 60
@@ -454,6 +460,12 @@ def validate(contract, path: str) -> dict:
         if not isinstance(value, kind) or isinstance(value, bool):
             raise expect(key, value, f"a {kind.__name__}")
     robot, action, control = contract["robot"], contract["action"], contract["control"]
+    for key, name in (
+        ("robot.root", robot["root"]),
+        ("default_pose_keyframe", contract["default_pose_keyframe"]),
+    ):
+        if not _names([name]):
+            raise expect(key, name, f"a name of 1 to {MAX_NAME} characters")
     for key in ("actuators", "joints"):
         if not _names(robot[key]) or len(robot[key]) != len(robot["actuators"]):
             raise expect(
@@ -628,7 +640,7 @@ def differences(theirs, ours, where: str = "") -> list[str]:
         if all(isinstance(x, dict) and "name" in x for x in theirs + ours):  # named entries: by name
             names = ([x["name"] for x in theirs], [x["name"] for x in ours])
             if names[0] != names[1]:
-                return [f"{where}: the policy's {names[0]}, {{other}}'s {names[1]}"]
+                return [f"{where}: the policy's {_cut(names[0])}, {{other}}'s {_cut(names[1])}"]
             return [
                 line
                 for x, y in zip(theirs, ours, strict=True)
@@ -650,7 +662,7 @@ def differences(theirs, ours, where: str = "") -> list[str]:
         and all(isinstance(x, dict) for x in theirs + ours)
     ):
         theirs, ours = [x.get("name") for x in theirs], [x.get("name") for x in ours]
-    return [f"{where}: the policy's {theirs}, {{other}}'s {ours}"]
+    return [f"{where}: the policy's {_cut(theirs)}, {{other}}'s {_cut(ours)}"]
 
 
 def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None) -> list[str]:
@@ -673,7 +685,7 @@ def mismatches(contract: dict, model: mujoco.MjModel, obs_dim: int | None = None
     for block in contract["observation"]:
         if block["quantity"] not in QUANTITIES or block.get("history", 1) != 1:
             found.append(
-                f"observation.{block['name']}: {block['quantity']} (history {block.get('history', 1)}) is not one this runner computes"
+                f"observation.{block['name']}: {_cut(block['quantity'])} (history {block.get('history', 1)}) is not one this runner computes"
             )
     return [line.replace("{other}", "the model") for line in found]
 
