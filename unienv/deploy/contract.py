@@ -80,7 +80,8 @@ def differences_from_env(meta: dict, env) -> list[str]:
 
 
 def file_contract(path: str) -> tuple[dict, int]:
-    """(contract, observation width) of an ONNX or safetensors policy file, read by unienv's loaders."""
+    """(contract, observation width) of an ONNX or safetensors policy file, read by unienv's
+    loaders (which validate the contract whole, `unienv.deploy.runner.validate`)."""
     if str(path).endswith(".onnx"):
         from unienv.training.export import load_onnx_policy
 
@@ -93,10 +94,7 @@ def file_contract(path: str) -> tuple[dict, int]:
         raise ArgumentError(
             f"policy: {path} carries no deployment contract (its task declares none, or it predates them)"
         )
-    try:
-        return runner.validate(meta["contract"], str(path)), int(np.prod(meta["observation"]["shape"]))
-    except runner.DeployError as e:
-        raise ArgumentError(f"policy: {e}") from None
+    return meta["contract"], int(np.prod(meta["observation"]["shape"]))  # validated by the loader
 
 
 def model_path(spec: str) -> str:

@@ -146,8 +146,8 @@ def _npy(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, where: str) -> np.nda
     return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
 
 
-MAX_MJCF_BYTES = 1 << 26
-"""The largest MJCF file (64 MiB) unienv parses; Menagerie's are tens of kilobytes."""
+MAX_MJCF_BYTES = 1 << 24
+"""The largest MJCF file (16 MiB) unienv parses; Menagerie's are tens of kilobytes."""
 MAX_MJCF_FILES = 4096
 """The most files one MJCF may include or name (Menagerie's largest robots name a few hundred)."""
 
@@ -156,36 +156,29 @@ def mjcf_files(path: str | os.PathLike, where: str) -> None:
     """Refuse an MJCF file, or a file it includes or names (an `<include>`, a mesh, a texture, a
     heightfield, a skin: any `file*` attribute), that is not a regular file, before MuJoCo opens
     any of them: MuJoCo reads an include while it parses and a mesh while it compiles, and either
-    would block on a FIFO or stream a device for ever. A named file is looked for where MuJoCo
-    looks (the main file's folder, joined with the compiler's meshdir, texturedir or assetdir,
-    or as given when absolute); one not there is MuJoCo's to report. The files' bytes must fit
-    in the memory free."""
-    from xml.etree import ElementTree
-
+    would block on a FIFO or stream a device for ever. The XML is read by expat element by element
+    (no tree is built). A named file is looked for where MuJoCo looks (the main file's folder,
+    joined with the compiler's meshdir, texturedir or assetdir, or as given when absolute); one not
+    there is MuJoCo's to report. The files' bytes must fit in the memory free."""
     path = os.fspath(path)
-    root, pending, seen, named, total = os.path.dirname(os.path.abspath(path)), [path], set(), set(), 0
-    folders = {""}
+    root, pending, seen = os.path.dirname(os.path.abspath(path)), [path], set()
+    folders, named, total = {""}, set(), 0
     while pending:
         current = pending.pop()
         if current in seen:
             continue
         seen.add(current)
         total += regular_file(current, where, MAX_MJCF_BYTES)
-        try:
-            tree = ElementTree.parse(current)
-        except (ElementTree.ParseError, UnicodeDecodeError, ValueError) as e:
-            raise ArgumentError(f"{where}: {current} is not valid MJCF (XML: {str(e)[:160]})") from None
-        for element in tree.iter():
-            if element.tag == "compiler":
-                folders |= {element.get(k) for k in ("meshdir", "texturedir", "assetdir") if element.get(k)}
-            for key, value in element.attrib.items():
-                if key.startswith("file"):
-                    if element.tag in ("include", "model"):  # XML that MuJoCo parses with this file
-                        pending.append(os.path.join(root, value))
-                    else:
-                        named.add(value)
-        if len(seen) + len(named) > MAX_MJCF_FILES:
-            raise ArgumentError(f"{where}: {path} includes or names more than {MAX_MJCF_FILES} files")
+        for tag, attributes in _elements(current, where):
+            if tag == "compiler":
+                folders |= {attributes[k] for k in ("meshdir", "texturedir", "assetdir") if attributes.get(k)}
+            for key, value in attributes.items():
+                if key.startswith("file") and tag in ("include", "model"):  # XML MuJoCo parses with it
+                    pending.append(os.path.join(root, value))
+                elif key.startswith("file"):
+                    named.add(value)
+            if len(seen) + len(pending) + len(named) > MAX_MJCF_FILES:
+                raise ArgumentError(f"{where}: {path} includes or names more than {MAX_MJCF_FILES} files")
     candidates = {
         os.path.join(root, folder, name)
         for value in named
@@ -195,3 +188,26 @@ def mjcf_files(path: str | os.PathLike, where: str) -> None:
     }
     total += sum(regular_file(c, where) for c in sorted(candidates) if os.path.exists(c))
     limits.check_memory(f"{where}: {path}", total, "cpu", "its files")
+
+
+def _elements(path: str, where: str) -> list[tuple[str, dict]]:
+    """(tag, attributes) of the XML file's elements that have a file or folder attribute, in
+    order; more than MAX_MJCF_FILES of them is refused while the file is read."""
+    from xml.parsers import expat
+
+    found: list[tuple[str, dict]] = []
+
+    def start(tag: str, attributes: dict) -> None:
+        if tag == "compiler" or any(k.startswith("file") for k in attributes):
+            found.append((tag, attributes))
+            if len(found) > MAX_MJCF_FILES:
+                raise ArgumentError(f"{where}: {path} names more than {MAX_MJCF_FILES} files")
+
+    parser = expat.ParserCreate()
+    parser.StartElementHandler = start
+    try:
+        with open(path, "rb") as f:
+            parser.ParseFile(f)
+    except expat.ExpatError as e:
+        raise ArgumentError(f"{where}: {path} is not valid MJCF (XML: {e})") from None
+    return found

@@ -73,6 +73,11 @@ class Gate:
             self._bounds[handle._impl.uuid] = (kind, low, high)
         return handle
 
+    def count(self) -> int:
+        """The messages refused so far, from every page."""
+        with self._lock:
+            return sum(self.refused.values())
+
     def refusal(self, message) -> str | None:
         """Why `message` may not reach viser, or None where it may."""
         if type(message) is not self._update:
@@ -112,7 +117,8 @@ class Gate:
         socket = live.get(connection.client_id)
         if socket is None:
             return
-        socket.protocol.max_message_size = MAX_MESSAGE_BYTES
+        limit = "max_message_size" if hasattr(socket.protocol, "max_message_size") else "max_size"
+        setattr(socket.protocol, limit, MAX_MESSAGE_BYTES)  # websockets >= 15 names it max_message_size
         if len(live) > MAX_PAGES:
             await socket.close(1013, f"unienv viewer: at most {MAX_PAGES} pages at once")
 

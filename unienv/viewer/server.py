@@ -210,7 +210,7 @@ class Viewer:
     def report(self, status: str, terms: dict[str, float] | None = None) -> None:
         """The status line (with the count of pages' messages refused, if any) and, where given,
         reward terms of the first shown env as bars."""
-        refused = sum(self.gate.refused.values())
+        refused = self.gate.count()
         self.status.content = status + (f" ({refused} messages from pages refused)" if refused else "")
         if terms:
             scale = max(1e-9, *(abs(v) for v in terms.values()))
