@@ -17,8 +17,8 @@ its velocity from mj_comVel (the frame origin's, in the world frame; mj_objectVe
 give the COM's), as a backend's body views report them.
 
 Input is checked before anything is computed: the CSV a regular file of at most MAX_CSV_BYTES
-(`unienv.utils.untrusted`), of UTF-8 lines of at most NUMBER_CHARS a column and MAX_ROWS frames
-(read no further than that), the column count against the robot's joints,
+(`unienv.utils.untrusted`), of UTF-8 lines of at most MAX_COLUMNS numbers of NUMBER_CHARS and
+MAX_ROWS frames (read no further than that, before the robot's model is loaded), the column count against the robot's joints,
 finite values, unit root quaternions (a wrong stated layout shows as norms off 1), at least one
 frame, a frame rate in FPS_RANGE and at most MAX_SECONDS of motion (so the resampled frames are
 bounded before one is made). The result is then checked for plausibility on the model
@@ -42,6 +42,7 @@ QUAT_ORDERS = ("xyzw", "wxyz")
 MAX_ROWS = int(MAX_SECONDS * FPS_RANGE[1]) + 1  # frames of the longest clip at the highest rate
 MAX_CSV_BYTES = 1 << 29  # 512 MiB: MAX_ROWS lines of a G1's 36 numbers, written in full precision
 NUMBER_CHARS = 40  # characters a number may take in a CSV line (%.17g writes at most 24, and a comma)
+MAX_COLUMNS = 256  # numbers in a CSV line: root pose and the joints of any robot read so far
 UPRIGHT = 0.5  # the root is upright where its up axis is within 60 degrees of the vertical (cos)
 JOINT_TOLERANCE = 0.1  # rad a joint may pass its range by (retargeting's rounding)
 GROUND_TOLERANCE = 0.1  # m a body's frame may sink under the ground (z = 0)
@@ -59,19 +60,45 @@ def robot_joints(model) -> list[str]:
 def read_csv(path: str | os.PathLike, joints: int, quat: str = "xyzw") -> tuple[np.ndarray, ...]:
     """(root_pos (n, 3), root_quat wxyz (n, 4), joint_pos (n, joints)) from a CSV in one of the
     layouts of the module's docstring; one ArgumentError line naming the file if it is not."""
-    if quat not in QUAT_ORDERS:
-        raise ArgumentError(f"quat: expected one of {QUAT_ORDERS}, got {quat!r}")
-    where, width = os.fspath(path), 7 + joints
+    return split_rows(read_rows(path), joints, quat, os.fspath(path))
+
+
+def read_rows(path: str | os.PathLike) -> np.ndarray:
+    """The CSV's numbers, (frames, columns) float64: a regular file of at most MAX_CSV_BYTES of
+    UTF-8 lines (comment and blank lines left out), each line at most MAX_COLUMNS x NUMBER_CHARS
+    characters, at most MAX_ROWS frames, all read no further than that before a number is parsed."""
+    where = os.fspath(path)
     regular_file(path, "clip", MAX_CSV_BYTES)
-    lines = _lines(where, width)
+    longest, lines = MAX_COLUMNS * NUMBER_CHARS, []
     try:
-        with warnings.catch_warnings():  # an empty file: said below, in the error's one line
+        with open(where, encoding="utf-8") as f:
+            while line := f.readline(longest + 1):
+                if len(line) > longest:
+                    raise ArgumentError(
+                        f"{where}: line {len(lines) + 1}: expected at most {longest} characters "
+                        f"({MAX_COLUMNS} comma-separated numbers), got more"
+                    )
+                if line.strip() and not line.lstrip().startswith("#"):
+                    lines.append(line)
+                if len(lines) > MAX_ROWS:
+                    raise ArgumentError(f"{where}: expected at most {MAX_ROWS} frames, got more")
+    except UnicodeDecodeError as e:
+        raise ArgumentError(f"{where}: expected text (UTF-8), got bytes that are not ({e.reason})") from None
+    try:
+        with warnings.catch_warnings():  # an empty file: said by split_rows, in its error's one line
             warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-            rows = np.loadtxt(lines, delimiter=",", comments="#", ndmin=2, dtype=np.float64)
+            return np.loadtxt(lines, delimiter=",", comments="#", ndmin=2, dtype=np.float64)
     except ValueError as e:
         raise ArgumentError(
             f"{where}: expected comma-separated numbers, {shown(str(e).splitlines()[0])}"
         ) from None
+
+
+def split_rows(rows: np.ndarray, joints: int, quat: str, where: str) -> tuple[np.ndarray, ...]:
+    """(root_pos, root_quat wxyz, joint_pos) of CSV rows in the layout `quat` for `joints` joints."""
+    if quat not in QUAT_ORDERS:
+        raise ArgumentError(f"quat: expected one of {QUAT_ORDERS}, got {quat!r}")
+    width = 7 + joints
     if rows.size == 0:
         raise ArgumentError(f"{where}: expected at least one frame, got 0")
     if rows.shape[1] != width:
@@ -81,28 +108,6 @@ def read_csv(path: str | os.PathLike, joints: int, quat: str = "xyzw") -> tuple[
         )
     q = rows[:, 3:7] if quat == "wxyz" else rows[:, [6, 3, 4, 5]]
     return rows[:, :3], q, rows[:, 7:]
-
-
-def _lines(where: str, width: int) -> list[str]:
-    """The frame lines of the CSV at `where` (comment and blank lines left out), each read no
-    further than NUMBER_CHARS a number: a line too long, text that is not UTF-8 or more than
-    MAX_ROWS frames is refused before a number is parsed."""
-    longest, lines = width * NUMBER_CHARS, []
-    try:
-        with open(where, encoding="utf-8") as f:
-            while line := f.readline(longest + 1):
-                if len(line) > longest:
-                    raise ArgumentError(
-                        f"{where}: line {len(lines) + 1}: expected at most {longest} characters "
-                        f"({width} comma-separated numbers), got more"
-                    )
-                if line.strip() and not line.lstrip().startswith("#"):
-                    lines.append(line)
-                if len(lines) > MAX_ROWS:
-                    raise ArgumentError(f"{where}: expected at most {MAX_ROWS} frames, got more")
-    except UnicodeDecodeError as e:
-        raise ArgumentError(f"{where}: expected text (UTF-8), got bytes that are not ({e.reason})") from None
-    return lines
 
 
 def from_frames(

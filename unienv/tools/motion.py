@@ -51,9 +51,10 @@ def output(path: str) -> str:
 
 def convert_csv(path: str, robot: str, fps: float, quat: str, out: str | None) -> None:
     out = output(out or path.removesuffix(".csv") + ".npz")
+    rows = convert.read_rows(path)  # before the model: a clip that is refused costs no compile
     model = load_mjmodel(robots.model_file(*ROBOTS[robot]))
     joints = len(convert.robot_joints(model))
-    root_pos, root_quat, joint_pos = convert.read_csv(path, joints, quat)
+    root_pos, root_quat, joint_pos = convert.split_rows(rows, joints, quat, path)
     motion = convert.from_frames(model, root_pos, root_quat, joint_pos, fps, CONTROL_DT, path, path)
     _save(motion, out)
 

@@ -33,6 +33,8 @@ from unienv.utils import limits
 
 MAX_FILE = 1 << 34
 """The largest file (16 GiB) unienv reads back; a larger one is refused before it is opened."""
+MAX_ENTRIES = 1 << 16
+"""The most entries of a zip archive read back (a checkpoint holds one per tensor, a motion 11)."""
 PLAIN_KINDS = "biufU"  # bool, ints, floats, unicode: dtypes whose bytes are the values themselves
 
 
@@ -69,6 +71,9 @@ def archive_entries(path: str, where: str, size: int, kind: str) -> dict[str, zi
     """The entries of the zip archive at path (of `size` bytes), by name: each stored
     uncompressed, each name once, their declared sizes within the file and the memory free.
     `kind` names the archive expected ("a torch.save archive"). Reads the central directory only."""
+    count = _declared_entries(path)
+    if count > MAX_ENTRIES:
+        raise ArgumentError(f"{where}: {path}: declares {count} entries; {kind} has at most {MAX_ENTRIES}")
     try:
         with zipfile.ZipFile(path) as archive:
             entries = archive.infolist()
@@ -97,6 +102,26 @@ def archive_entries(path: str, where: str, size: int, kind: str) -> dict[str, zi
         )
     limits.check_memory(f"{where}: {path}", total, "cpu", "its entries")
     return found
+
+
+def _declared_entries(path: str) -> int:
+    """The entry count a zip's end record declares (zip64's where it says 0xFFFF), read from the
+    file's last 64 KiB before its central directory is parsed; 0 where there is no end record."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - (1 << 16) - 22)
+        f.seek(start)
+        tail = f.read()
+        end = tail.rfind(b"PK\x05\x06")
+        if end < 0 or len(tail) < end + 22:
+            return 0
+        count = int.from_bytes(tail[end + 10 : end + 12], "little")
+        locator = tail.rfind(b"PK\x06\x07", 0, end)
+        if count != 0xFFFF or locator < 0:
+            return count
+        f.seek(int.from_bytes(tail[locator + 8 : locator + 16], "little"))
+        record = f.read(40)
+    return int.from_bytes(record[32:40], "little") if record[:4] == b"PK\x06\x06" else count
 
 
 def npz_arrays(path: str | os.PathLike, where: str, names: Iterable[str]) -> dict[str, np.ndarray]:

@@ -36,6 +36,9 @@ from unienv.errors import ArgumentError
 
 MAX_MESSAGE_BYTES = 1 << 16  # a page's control and camera messages are a few hundred bytes
 MAX_PAGES = 8  # pages connected at once
+PAGE_STATE = ("ViewerCameraMessage", "GetRenderResponseMessage", "LocalStorageGetItemResponseMessage")
+"""What a page says of itself (its camera, replies to the server's requests): viser's per-page
+handlers take them; the server's own dispatch, which the gate stands in front of, has none."""
 
 
 def check_viser() -> None:
@@ -103,6 +106,8 @@ class Gate:
         return None if ok else f"a {kind} value out of its type or bounds ({str(value)[:40]})"
 
     async def _handle(self, client_id, message) -> None:
+        if type(message).__name__ in PAGE_STATE:  # viser handles it per page, not here
+            return
         why = self.refusal(message)
         if why is None:
             await self._dispatch(client_id, message)
