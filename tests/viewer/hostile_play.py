@@ -41,8 +41,9 @@ def main(port: int) -> None:
         return torch.zeros(2, 12)
 
     stop = threading.Event()
-    loop = threading.Thread(
-        target=lambda: steps.append(live.play(env, policy, check(Options(port=port), 2), stop=stop))
+    loop = threading.Thread(  # a daemon: should this thread's reports fail, the process ends
+        target=lambda: steps.append(live.play(env, policy, check(Options(port=port), 2), stop=stop)),
+        daemon=True,
     )
     loop.start()
     while not viewers:
@@ -51,11 +52,9 @@ def main(port: int) -> None:
     for _ in sys.stdin:
         viewer = viewers[0]
         state = {"steps": steps[0], "alive": loop.is_alive(), "speed": viewer.speed, "paused": viewer.paused}
-        state |= {
-            "refused": viewer.gate.count(),
-            "rss": rss(),
-            "last": viewer.gate.last_refusal,
-        }
+        gate = getattr(viewer, "gate", None)  # absent before issue 57: then -1
+        state |= {"refused": gate.count() if gate else -1, "last": getattr(gate, "last_refusal", "")}
+        state |= {"rss": rss()}
         state |= {"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
         print(json.dumps(state), flush=True)
     stop.set()

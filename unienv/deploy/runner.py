@@ -34,6 +34,13 @@ names, parents, positions, orientations and masses; joint names, types, axes, po
 ranges; actuators' names, joints, gears, gains, biases, ctrl and force ranges; each number
 printed to 6 significant digits (so a recompile on another machine gives the same hash).
 Inertia tensors, friction, damping, armature, geoms and the timestep are outside it.
+
+A policy file is untrusted (docs/security.md): `check_onnx` reads it from its bytes, with a
+protobuf reader of the fields `unienv export` writes, and refuses any other operator, weights
+outside the file, and any node that would allocate on load or run what the file does not hold;
+`validate` checks every contract field the runner reads. Both run before onnxruntime sees the
+file (unienv's own loaders call the same two functions), and the session is built from the bytes
+checked. A refusal is one DeployError line, printed by the command line as `error: ...`.
 """
 
 from __future__ import annotations
