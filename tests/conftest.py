@@ -65,3 +65,18 @@ def ray_tmpdir():
     folder = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # not TMPDIR: this run's, a long path
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def quadruped_policy(tmp_path_factory) -> str:
+    """A random-weight quadruped policy, saved (.safetensors) and exported (.onnx, returned): a
+    genuine policy file whose contract is whole, for the deployment and hardening tests."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import unienv
+    from tests.deploy.test_runner import random_policy
+
+    env = unienv.make("quadruped", num_envs=1, seed=0)
+    path = random_policy(env, tmp_path_factory.mktemp("policy") / "quadruped")
+    env.close()
+    return path

@@ -6,6 +6,7 @@ before anything is written, so a call that raises has changed nothing.
 
 import difflib
 import os
+import reprlib
 from collections.abc import Iterable
 
 
@@ -57,6 +58,18 @@ def unknown_name(kind: str, name: str, valid: Iterable[str]) -> UnknownNameError
     shown = ", ".join(map(repr, valid[:16])) + (", ..." if len(valid) > 16 else "")
     error = UnknownKeywordError if kind.startswith("keyword") else UnknownNameError
     return error(f"unknown {kind} {name!r}{hint} (valid: {shown})")
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxtuple = 3, 6, 6, 6
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 60
+
+
+def shown(value) -> str:
+    """repr(value) for a refusal, cut short (reprlib: strings and lists abridged with "...", at
+    most three levels deep): a value read from a file or a page may be megabytes long or deeply
+    nested, and a refusal is one line."""
+    return _SHORT.repr(value)
 
 
 def install_command(extra: str) -> str:

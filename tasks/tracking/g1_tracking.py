@@ -45,10 +45,12 @@ import numpy as np
 from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, unknown_name
 from unienv.motion import clips, load
+from unienv.motion.convert import for_model
 from unienv.task import Task, TaskOptions, option
 from unienv.tasks.common import rotation_matrix, to_body
 from unienv.tasks.velocity.robots.g1 import G1
 from unienv.tasks.velocity.terms import action_rate, joint_limits
+from unienv.utils.limits import check_size
 
 BODIES = ("pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link", "right_hip_roll_link")
 BODIES += ("right_knee_link", "right_ankle_roll_link", "torso_link", "left_shoulder_roll_link")
@@ -63,6 +65,7 @@ WEIGHTS |= {"body_ang_vel": 1.0, "action_rate": -0.1, "joint_limits": -10.0}
 SIGMAS = {"anchor_pos": 0.3, "anchor_ori": 0.4, "body_pos": 0.3, "body_ori": 0.4, "body_lin_vel": 1.0}
 SIGMAS |= {"body_ang_vel": 3.14}
 JOINT_VEL_SCALE = 0.05
+MAX_FUTURE_FRAMES = 250  # 5 s of reference ahead, 29 columns a frame (BeyondMimic observes up to 10)
 
 
 @dataclasses.dataclass
@@ -123,12 +126,9 @@ class G1Tracking(Task):
 
     def __init__(self, **options):
         super().__init__(**options)
-        if (
-            isinstance(self.future_frames, bool)
-            or not isinstance(self.future_frames, int)
-            or self.future_frames < 0
-        ):
-            raise ArgumentError(f"task.future_frames: expected an int >= 0, got {self.future_frames!r}")
+        self.future_frames = check_size(
+            "task.future_frames", self.future_frames, MAX_FUTURE_FRAMES, 0, "frames"
+        )
         if not self.adaptive_uniform > 0.0 or not 0.0 <= self.adaptive_alpha <= 1.0:
             raise ArgumentError(
                 f"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in [0, 1], got "
@@ -136,8 +136,13 @@ class G1Tracking(Task):
             )
         self.scene, per_torque = G1.build()
         self.joint_scale_np = self.action_scale * per_torque
-        is_clip = self.motion in clips.CLIPS
-        self.reference = clips.clip(self.motion, load_mjmodel(self.scene)) if is_clip else load(self.motion)
+        model, where = load_mjmodel(self.scene), "task.motion"
+        is_clip = self.motion in clips.CLIPS  # a file at another rate is resampled to the control rate
+        self.reference = (
+            clips.clip(self.motion, model)
+            if is_clip
+            else for_model(load(self.motion, where), model, self.dt, f"{where}: {self.motion}")
+        )
 
     def observation_blocks(self):
         ref = {"ref_joint_pos": 29, "ref_joint_vel": 29, "ref_anchor_pos": 3, "ref_anchor_ori": 6}

@@ -34,11 +34,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory):
-    env = unienv.make("quadruped", num_envs=1, seed=0)
-    path = random_policy(env, tmp_path_factory.mktemp("policy") / "quadruped")
-    env.close()
-    return path
+def policy(quadruped_policy):
+    return quadruped_policy
 
 
 def mutated(tmp_path, *replacements):

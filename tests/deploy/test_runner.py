@@ -37,10 +37,13 @@ def random_policy(env, path, gain=0.6, seed=0):
 
 
 def mjdata_like(env, model):
-    """An MjData holding env 0's state (time, qpos, qvel), derived quantities computed."""
+    """An MjData holding env 0's state (time, qpos, qvel), derived quantities computed; where the
+    task keeps a gait clock, the time at which the runner's clock shows the env's phase."""
     state = env.unwrapped.backend.get_physics_state()[0].numpy()
     data = mujoco.MjData(model)
     data.time, nq, nv = state[0], model.nq, model.nv
+    if "phase" in env.unwrapped._memory:
+        data.time = float(env.unwrapped._memory["phase"][0, 0]) / env.unwrapped.task.gait_frequency
     data.qpos[:], data.qvel[:] = state[1 : 1 + nq], state[1 + nq : 1 + nq + nv]
     mujoco.mj_forward(model, data)
     return data

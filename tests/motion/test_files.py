@@ -136,7 +136,7 @@ def test_a_layout_other_than_the_stated_one_gives_non_unit_quaternions(tmp_path,
 
 def test_a_csv_with_no_frames_or_a_zero_frame_rate_is_refused(tmp_path, rows):
     _refused_csv(tmp_path, rows[:0], "expected at least one frame, got 0")
-    _refused_csv(tmp_path, rows, r"fps: expected a frame rate > 0 \(frames/s\), got 0.0", fps="0")
+    _refused_csv(tmp_path, rows, r"fps: expected a frame rate in \[1, 1000\] frames/s, got 0.0", fps="0")
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_a_csv_with_no_frames_or_a_zero_frame_rate_is_refused(tmp_path, rows):
             lambda m: m.body_quat[..., [1, 2, 3, 0]] * 1.5,
             "expected unit quaternions .* got norm 1.5000",
         ),
-        ("fps", lambda m: np.float64(0.0), r"fps: expected a frame rate > 0 \(frames/s\), got 0.0"),
+        ("fps", lambda m: np.float64(0.0), r"fps: expected a frame rate in \[1, 1000\] frames/s, got 0.0"),
         ("joint_pos", lambda m: m.joint_pos[:0], "joint_pos: expected at least one frame, got 0"),
         (
             "joint_vel",
@@ -182,3 +182,19 @@ def test_the_command_line_prints_one_error_line(tmp_path):
     )  # fmt: skip
     assert done.returncode == 1 and done.stderr.strip().count("\n") == 0, done.stderr
     assert done.stderr.startswith("error: ") and "expected at least one frame, got 0" in done.stderr
+
+
+def test_a_motion_at_another_rate_is_resampled_to_the_control_rate(tmp_path, model, squat):
+    """A motion file at 30 frames/s is resampled to g1_tracking's 50 (never used as if it were
+    50): its duration and its frames at the shared times are kept."""
+    from unienv.tasks.tracking.g1_tracking import G1Tracking
+
+    pose = (squat.body_pos[:, 0], squat.body_quat[:, 0], squat.joint_pos)
+    at30 = convert.from_frames(model, *pose, 50.0, 1 / 30, "squat at 30", "squat")
+    at30.save(tmp_path / "at30.npz")
+    reference = G1Tracking(motion=str(tmp_path / "at30.npz")).reference
+    assert reference.fps == 50.0 and reference.source_fps == 30.0
+    assert reference.frames == int((at30.frames - 1) / 30 * 50 + 1e-9) + 1
+    np.testing.assert_allclose(
+        reference.joint_pos[::5], at30.joint_pos[::3][: len(reference.joint_pos[::5])], atol=1e-12
+    )

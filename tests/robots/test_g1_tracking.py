@@ -145,7 +145,7 @@ def test_a_motion_of_another_robot_is_refused(tmp_path, built):
     type(other)(**renamed).save(tmp_path / "other.npz")
     with pytest.raises(
         ArgumentError,
-        match=r"task.motion: .*other.npz.* expected the G1's joints and bodies .*, missing \['left_knee_joint', 'right_knee_joint'\]",
+        match=r"task.motion: .*other.npz.* expected the robot's joints and bodies .*, missing \['left_knee_joint', 'right_knee_joint'\]",
     ):
         G1Tracking(motion=str(tmp_path / "other.npz")).setup(backend)
 
@@ -153,13 +153,19 @@ def test_a_motion_of_another_robot_is_refused(tmp_path, built):
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"future_frames": -1}, r"task.future_frames: expected an int >= 0, got -1"),
-        ({"future_frames": 1.5}, r"task.future_frames: expected an int >= 0, got 1.5"),
+        (
+            {"future_frames": -1},
+            r"task.future_frames: expected a whole number of frames in \[0, 250\], got -1",
+        ),
+        (
+            {"future_frames": 1.5},
+            r"task.future_frames: expected a whole number of frames in \[0, 250\], got 1.5",
+        ),
         (
             {"adaptive_uniform": 0.0},
             r"task.adaptive_uniform, task.adaptive_alpha: expected > 0 and in \[0, 1\]",
         ),
-        ({"motion": "squats"}, r"built-in motion clip|No such file"),
+        ({"motion": "squats"}, r"built-in motion clip|file not found: .squats."),
         (
             {"reward_weights": {"body_position": 1.0}},
             r"task.reward_weights: expected terms of .*got \['body_position'\]",

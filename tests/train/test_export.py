@@ -159,6 +159,6 @@ def test_onnx_files_that_do_not_fit_are_refused(tmp_path):
     with pytest.raises(ArgumentError, match="without unienv's metadata"):
         load_onnx_policy(str(tmp_path / "plain.onnx"))
     (tmp_path / "junk.onnx").write_bytes(b"not onnx")
-    with pytest.raises(ArgumentError, match="is not a valid ONNX file"):
+    with pytest.raises(ArgumentError, match="not a valid ONNX file"):
         load_onnx_policy(str(tmp_path / "junk.onnx"))
     assert np.isfinite(compare(str(tmp_path / "p.safetensors"), str(tmp_path / "p.onnx"), np.zeros((3, 5))))

@@ -237,31 +237,23 @@ def test_train_goes_on_with_a_viewer(tmp_path):
 def click(url: str, label: str, until: str, seconds: float = 120.0) -> str:
     """Be a page at url (ws://), click the button labelled `label` as viser's client does, and
     return the first text the server then shows that contains `until`."""
-    import msgspec
-    import viser
-    import zstandard
-    from websockets.sync.client import connect
+    from page import Page
 
-    from unienv.viewer.__main__ import PAGE_CAMERA
-
-    def messages(raw: bytes) -> list[dict]:  # viser's frame: sizes, zstd-compressed msgpack, buffers
-        size, packed = (int.from_bytes(raw[i : i + 8], "little") for i in (0, 8))
-        payload = zstandard.ZstdDecompressor().decompress(raw[16 : 16 + packed], max_output_size=size)
-        return msgspec.msgpack.decode(payload)["messages"]
-
-    end, clicked = time.monotonic() + seconds, False
-    with connect(url, subprotocols=[f"viser-v{viser.__version__}"], max_size=None) as ws:
-        ws.send(msgspec.msgpack.encode(PAGE_CAMERA))
-        while time.monotonic() < end:
-            for message in messages(ws.recv(timeout=end - time.monotonic())):
-                if not clicked and (message.get("props") or {}).get("label") == label:
-                    update = {"type": "GuiUpdateMessage", "uuid": message["uuid"], "updates": {"value": True}}
-                    ws.send(msgspec.msgpack.encode(update))
-                    clicked = True
-                text = str((message.get("updates") or {}).get("_markdown", ""))
-                if clicked and until in text:
-                    return text
-    raise AssertionError(f"{'no text ' + repr(until) if clicked else 'no button ' + repr(label)} at {url}")
+    page, end = Page(url), time.monotonic() + seconds
+    try:
+        page.read(seconds, until=lambda p: label in p.controls)
+        if label in page.controls:
+            page.set(label, True)
+            page.texts.clear()
+            page.read(end - time.monotonic(), until=lambda p: any(until in t for t in p.texts))
+            found = [t for t in page.texts if until in t]
+            if found:
+                return found[0]
+    finally:
+        page.close()
+    raise AssertionError(
+        f"{'no text ' + repr(until) if label in page.controls else 'no button ' + repr(label)} at {url}"
+    )
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ import torch
 from unienv.errors import ArgumentError
 from unienv.utils.arrays import torch_namespace
 from unienv.utils.files import written
+from unienv.utils.untrusted import mjcf_files
 
 MJ_FIELDS = {
     "cinert": "body",  # (N, nbody, 10) com-based inertia
@@ -178,8 +179,7 @@ def load_mjmodel(scene: str | os.PathLike, sim_dt: float | None = None, movable_
     import mujoco
 
     path = os.fspath(scene)
-    if not os.path.isfile(path):
-        raise ArgumentError(f"scene: no MJCF file at {path!r}")
+    mjcf_files(path, "scene")  # no FIFO, device or folder among its files, before MuJoCo opens one
     try:
         spec = mujoco.MjSpec.from_file(path)
     except ValueError as e:
@@ -201,7 +201,11 @@ def edit_spec(scene: str | os.PathLike) -> Any:
     and texture folders made absolute, so that the copy finds them where they are."""
     import mujoco
 
-    spec = mujoco.MjSpec.from_file(os.fspath(scene))
+    mjcf_files(scene, "scene")
+    try:
+        spec = mujoco.MjSpec.from_file(os.fspath(scene))
+    except ValueError as e:
+        raise ArgumentError(f"scene: {os.fspath(scene)!r} is not valid MJCF: {e}") from None
     for field in ("meshdir", "texturedir"):
         folder = getattr(spec, field)
         if folder and not os.path.isabs(folder):

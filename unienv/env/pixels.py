@@ -33,7 +33,10 @@ import numpy as np
 import torch
 
 from unienv.errors import ArgumentError, unknown_name
+from unienv.render import pool
 from unienv.sensors import Camera, CameraSensor
+from unienv.utils import limits
+from unienv.utils.limits import check_size
 from unienv.utils.records import fields_of
 
 OBS = ("state", "pixels", "pixels+state")
@@ -65,6 +68,27 @@ class PixelOptions:
         if isinstance(self.camera, Mapping):
             return Camera.of({**self.camera, **fields})
         return Camera(camera=self.camera, **fields)
+
+
+MAX_FRAME_STACK = 256
+"""The most frames a pixel observation stacks (DrQ-v2 stacks 3)."""
+
+
+def check_memory(options: PixelOptions, backend) -> int:
+    """The frame stack, refused unless a whole number in [1, MAX_FRAME_STACK] whose frames fit
+    in the memory free on the backend's device: every env's ring of frames, an observation and a
+    final observation of the same size (3 x envs x frames x 3 x height x width bytes), before a
+    renderer or a frame is made."""
+    stack = check_size("pixels.frame_stack", options.frame_stack, MAX_FRAME_STACK, unit="frames")
+    pool.check_size(options.width, options.height)
+    n, h, w = backend.num_envs, options.height, options.width
+    limits.check_memory(
+        f"pixels: {n} envs x frame_stack {stack} x 3 x {h} x {w}",
+        3 * n * stack * 3 * h * w,
+        backend.device,
+        "uint8 frames (the rings, an observation and a final one)",
+    )
+    return stack
 
 
 def checked_obs(obs: Any) -> str:
@@ -122,9 +146,7 @@ class PixelObservation:
 
     def __init__(self, obs: str, options: PixelOptions | Mapping | None, backend, task):
         options = PixelOptions.of(options)
-        stack = options.frame_stack
-        if isinstance(stack, bool) or not isinstance(stack, int) or stack < 1:
-            raise ArgumentError(f"frame_stack: expected an int >= 1, got {stack!r}")
+        stack = check_memory(options, backend)
         self.with_state, self.frames = obs == "pixels+state", stack
         self.sensor = CameraSensor(options.camera_spec(), backend, options.render_threads)
         n, image = backend.num_envs, self.sensor.spaces()["rgb"]

@@ -18,22 +18,29 @@ robot with J hinge joints and B bodies (every body but the world, in the model's
 Body quantities are MuJoCo's forward kinematics of the frames (`unienv.motion.convert`), the
 same quantities a backend's body views report, so a state written from frame t reads back as
 frame t. Invariant: `load` returns a Motion only when every array has its shape, a float dtype
-and finite values, the quaternions are unit (within 1e-3), and there is at least one frame at
-a positive frame rate; otherwise it raises one `ArgumentError` line naming the file, the array
-and what is wrong, and loads nothing.
+and finite values, the quaternions are unit (within 1e-3), there is at least one frame, both
+frame rates are in FPS_RANGE and the motion lasts at most MAX_SECONDS; otherwise it raises one
+`ArgumentError` line naming the file, the array and what is wrong, and loads nothing.
+
+A motion file is untrusted (`unienv.utils.untrusted`): `load` reads a regular file only, a
+.npz whose entries are stored as `np.savez` stores them, and only the arrays named above, each
+after its header says a plain dtype and exactly the bytes its entry holds; nothing else in the
+archive is read, so what it allocates is bounded by the file's own size.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import zipfile
 
 import numpy as np
 
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, shown
+from unienv.utils.untrusted import npz_arrays
 
 QUAT_TOLERANCE = 1e-3  # |norm - 1| allowed of a stored quaternion
+FPS_RANGE = (1.0, 1000.0)  # frames/s of a motion or a clip: key frames a second to a fast mocap's
+MAX_SECONDS = 600.0  # the longest motion (s, its last frame's time): LAFAN1's longest take is 4 min
 ARRAYS = {  # name: shape in frames T, joints J, bodies B
     "joint_pos": ("T", "J"),
     "joint_vel": ("T", "J"),
@@ -67,25 +74,35 @@ class Motion:
     def frames(self) -> int:
         return len(self.joint_pos)
 
+    @property
+    def seconds(self) -> float:
+        """The time of the last frame (s)."""
+        return (self.frames - 1) / self.fps
+
     def save(self, path: str | os.PathLike) -> None:
-        """Write the motion as one .npz (uncompressed: a few MB a minute)."""
+        """Write the motion as one .npz at exactly `path` (uncompressed: a few MB a minute)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields["joint_names"], fields["body_names"] = (
             np.array(fields[k]) for k in ("joint_names", "body_names")
         )
-        np.savez(path, **fields)
+        with open(path, "wb") as f:  # a file, not a name: np.savez adds .npz to a name without it
+            np.savez(f, **fields)
 
 
 def check(motion: Motion, where: str) -> None:
     """Raise ArgumentError naming `where`, the field and the problem unless `motion` holds a
     valid motion (module docstring)."""
     for name in ("fps", "source_fps"):
-        value = getattr(motion, name)
-        if not isinstance(value, float) or not np.isfinite(value) or value <= 0:
-            raise ArgumentError(f"{where}: {name}: expected a frame rate > 0 (frames/s), got {value!r}")
+        check_fps(f"{where}: {name}", getattr(motion, name))
+    for name, shape in ARRAYS.items():
+        a = getattr(motion, name)
+        if not isinstance(a, np.ndarray) or a.ndim != len(shape):
+            given = f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+            raise ArgumentError(f"{where}: {name}: expected an array of {len(shape)} dimensions, got {given}")
     sizes = {"T": len(motion.joint_pos), "J": len(motion.joint_names), "B": len(motion.body_names)}
     if sizes["T"] == 0:
         raise ArgumentError(f"{where}: joint_pos: expected at least one frame, got 0")
+    check_seconds(where, sizes["T"], motion.fps)
     for name, shape in ARRAYS.items():
         a = getattr(motion, name)
         expected = tuple(sizes.get(d, d) for d in shape)
@@ -105,23 +122,34 @@ def check(motion: Motion, where: str) -> None:
         t, b = np.unravel_index(off.argmax(), off.shape)
         raise ArgumentError(
             f"{where}: body_quat: expected unit quaternions (w, x, y, z), got norm {norm[t, b]:.4f} "
-            f"for body {motion.body_names[b]!r} in frame {t}"
+            f"for body {shown(motion.body_names[b])} in frame {t}"
         )
 
 
-def load(path: str | os.PathLike) -> Motion:
-    """The motion in the .npz at `path`, checked (module docstring); one ArgumentError line if not."""
-    where = os.fspath(path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise ArgumentError(f"{where}: expected a motion .npz, could not read it ({e})") from None
-    missing = [f.name for f in dataclasses.fields(Motion) if f.name not in arrays]
-    if missing:
-        raise ArgumentError(f"{where}: expected a motion .npz, missing arrays {missing}")
+def check_fps(where: str, fps) -> float:
+    """fps as a float, refused unless a frame rate in FPS_RANGE."""
+    low, high = FPS_RANGE
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.floating)) or not low <= fps <= high:
+        raise ArgumentError(
+            f"{where}: expected a frame rate in [{low:g}, {high:g}] frames/s, got {shown(fps)}"
+        )
+    return float(fps)
+
+
+def check_seconds(where: str, frames: int, fps: float) -> None:
+    """Refuse `frames` at `fps` that last longer than MAX_SECONDS (before anything is resampled)."""
+    if (frames - 1) / fps > MAX_SECONDS:
+        raise ArgumentError(
+            f"{where}: expected at most {MAX_SECONDS:g} s of motion, got {frames} frames at {fps:g} "
+            f"frames/s ({(frames - 1) / fps:.6g} s)"
+        )
+
+
+def load(path: str | os.PathLike, where: str = "motion file") -> Motion:
+    """The motion in the .npz at `path`, checked (module docstring); one ArgumentError line naming
+    `where` and the file if not."""
+    arrays = npz_arrays(path, where, [f.name for f in dataclasses.fields(Motion)])
+    where = f"{where}: {os.fspath(path)}"
     fields = {}
     for f in dataclasses.fields(Motion):
         a = arrays[f.name]
@@ -129,6 +157,8 @@ def load(path: str | os.PathLike) -> Motion:
             ok = a.shape == () and a.dtype.kind in "fiu"
             fields[f.name] = float(a) if ok else a
         elif f.name == "source":
+            if a.shape != () or a.dtype.kind != "U":
+                raise ArgumentError(f"{where}: source: expected a text, got {a.dtype} {a.shape}")
             fields[f.name] = str(a)
         elif f.name.endswith("_names"):
             if a.ndim != 1 or a.dtype.kind != "U":

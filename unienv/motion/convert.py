@@ -14,9 +14,17 @@ clip's last frame, positions and joints linearly and the root's orientation by s
 and root velocities are central differences of the resampled frames (MuJoCo's
 mj_differentiatePos, one-sided at the ends); each body's world pose comes from mj_kinematics and
 its velocity from mj_comVel (the frame origin's, in the world frame; mj_objectVelocity would
-give the COM's), as a backend's body views report them. Input is checked before anything is computed: the column count against the
-robot's joints, finite values, unit root quaternions (a wrong stated order or layout shows as
-norms off 1), at least one frame, a frame rate > 0.
+give the COM's), as a backend's body views report them.
+
+Input is checked before anything is computed: the CSV a regular file of at most MAX_CSV_BYTES
+(`unienv.utils.untrusted`), of UTF-8 lines of at most MAX_COLUMNS numbers of NUMBER_CHARS and
+MAX_ROWS frames (read no further than that, before the robot's model is loaded), the column count against the robot's joints,
+finite values, unit root quaternions (a wrong stated layout shows as norms off 1), at least one
+frame, a frame rate in FPS_RANGE and at most MAX_SECONDS of motion (so the resampled frames are
+bounded before one is made). The result is then checked for plausibility on the model
+(`plausible`): each joint within its range, no body under the ground, the root upright in most
+frames. A quaternion order other than the stated one keeps the norms at 1 but turns the robot
+upside down or on its side, which this check refuses.
 """
 
 from __future__ import annotations
@@ -26,10 +34,19 @@ import warnings
 
 import numpy as np
 
-from unienv.errors import ArgumentError
-from unienv.motion import QUAT_TOLERANCE, Motion
+from unienv.errors import ArgumentError, shown
+from unienv.motion import FPS_RANGE, MAX_SECONDS, QUAT_TOLERANCE, Motion, check_fps, check_seconds
+from unienv.utils.untrusted import regular_file
 
 QUAT_ORDERS = ("xyzw", "wxyz")
+MAX_ROWS = int(MAX_SECONDS * FPS_RANGE[1]) + 1  # frames of the longest clip at the highest rate
+MAX_CSV_BYTES = 1 << 29  # 512 MiB: MAX_ROWS lines of a G1's 36 numbers, written in full precision
+NUMBER_CHARS = 40  # characters a number may take in a CSV line (%.17g writes at most 24, and a comma)
+MAX_COLUMNS = 256  # numbers in a CSV line: root pose and the joints of any robot read so far
+UPRIGHT = 0.5  # the root is upright where its up axis is within 60 degrees of the vertical (cos)
+JOINT_TOLERANCE = 0.1  # rad a joint may pass its range by (retargeting's rounding)
+GROUND_TOLERANCE = 0.1  # m a body's frame may sink under the ground (z = 0)
+MAX_ROOT_HEIGHT = 3.0  # m: a root higher than this is a clip in other units (centimetres)
 
 
 def robot_joints(model) -> list[str]:
@@ -43,15 +60,44 @@ def robot_joints(model) -> list[str]:
 def read_csv(path: str | os.PathLike, joints: int, quat: str = "xyzw") -> tuple[np.ndarray, ...]:
     """(root_pos (n, 3), root_quat wxyz (n, 4), joint_pos (n, joints)) from a CSV in one of the
     layouts of the module's docstring; one ArgumentError line naming the file if it is not."""
+    return split_rows(read_rows(path), joints, quat, os.fspath(path))
+
+
+def read_rows(path: str | os.PathLike) -> np.ndarray:
+    """The CSV's numbers, (frames, columns) float64: a regular file of at most MAX_CSV_BYTES of
+    UTF-8 lines (comment and blank lines left out), each line at most MAX_COLUMNS x NUMBER_CHARS
+    characters, at most MAX_ROWS frames, all read no further than that before a number is parsed."""
+    where = os.fspath(path)
+    regular_file(path, "clip", MAX_CSV_BYTES)
+    longest, lines = MAX_COLUMNS * NUMBER_CHARS, []
+    try:
+        with open(where, encoding="utf-8") as f:
+            while line := f.readline(longest + 1):
+                if len(line) > longest:
+                    raise ArgumentError(
+                        f"{where}: line {len(lines) + 1}: expected at most {longest} characters "
+                        f"({MAX_COLUMNS} comma-separated numbers), got more"
+                    )
+                if line.strip() and not line.lstrip().startswith("#"):
+                    lines.append(line)
+                if len(lines) > MAX_ROWS:
+                    raise ArgumentError(f"{where}: expected at most {MAX_ROWS} frames, got more")
+    except UnicodeDecodeError as e:
+        raise ArgumentError(f"{where}: expected text (UTF-8), got bytes that are not ({e.reason})") from None
+    try:
+        with warnings.catch_warnings():  # an empty file: said by split_rows, in its error's one line
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            return np.loadtxt(lines, delimiter=",", comments="#", ndmin=2, dtype=np.float64)
+    except ValueError as e:
+        raise ArgumentError(
+            f"{where}: expected comma-separated numbers, {shown(str(e).splitlines()[0])}"
+        ) from None
+
+
+def split_rows(rows: np.ndarray, joints: int, quat: str, where: str) -> tuple[np.ndarray, ...]:
+    """(root_pos, root_quat wxyz, joint_pos) of CSV rows in the layout `quat` for `joints` joints."""
     if quat not in QUAT_ORDERS:
         raise ArgumentError(f"quat: expected one of {QUAT_ORDERS}, got {quat!r}")
-    where = os.fspath(path)
-    try:
-        with warnings.catch_warnings():  # an empty file: said below, in the error's one line
-            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-            rows = np.loadtxt(path, delimiter=",", comments="#", ndmin=2, dtype=np.float64)
-    except ValueError as e:
-        raise ArgumentError(f"{where}: expected comma-separated numbers, {e}") from None
     width = 7 + joints
     if rows.size == 0:
         raise ArgumentError(f"{where}: expected at least one frame, got 0")
@@ -77,11 +123,11 @@ def from_frames(
     """The Motion of these frames (root wxyz quaternions) of `model` (a mujoco.MjModel) at
     `fps`, resampled every `dt` seconds (module docstring)."""
     joints = robot_joints(model)
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not np.isfinite(fps) or fps <= 0:
-        raise ArgumentError(f"{where}: fps: expected a frame rate > 0 (frames/s), got {fps!r}")
+    fps = check_fps(f"{where}: fps", fps)
     n = len(joint_pos)
     if n == 0:
         raise ArgumentError(f"{where}: expected at least one frame, got 0")
+    check_seconds(where, n, fps)
     for name, a, width in (
         ("root_pos", root_pos, 3),
         ("root_quat", root_quat, 4),
@@ -103,7 +149,65 @@ def from_frames(
         )
     times = np.arange(int(np.floor((n - 1) / fps / dt + 1e-9)) + 1) * dt
     qpos = np.concatenate([*resample(root_pos, root_quat / norm[:, None], joint_pos, times * fps)], 1)
-    return forward(model, qpos, dt, fps, source, joints)
+    motion = forward(model, qpos, dt, fps, source, joints)
+    plausible(motion, model, where)
+    return motion
+
+
+def for_model(motion: Motion, model, dt: float, where: str) -> Motion:
+    """A loaded motion made fit for `model` at the control step `dt`: the model's joints present
+    (in any order), resampled (`from_frames`) where its frame rate is another, plausible."""
+    joints = robot_joints(model)
+    missing = [j for j in joints if j not in motion.joint_names]
+    root = model.body(1).name
+    if missing or motion.body_names[0] != root:
+        raise ArgumentError(
+            f"{where}: expected the robot's joints and bodies (the {root} first), missing {shown(missing)}"
+        )
+    if np.isclose(motion.fps * dt, 1.0, rtol=1e-9, atol=0.0):
+        plausible(motion, model, where)
+        return motion
+    order = [motion.joint_names.index(j) for j in joints]
+    root_pos, root_quat = motion.body_pos[:, 0], motion.body_quat[:, 0]
+    return from_frames(
+        model, root_pos, root_quat, motion.joint_pos[:, order], motion.fps, dt, motion.source, where
+    )
+
+
+def plausible(motion: Motion, model, where: str) -> None:
+    """Refuse a motion that its robot cannot mean: a joint past its range by more than
+    JOINT_TOLERANCE, a body more than GROUND_TOLERANCE under the ground, a root above
+    MAX_ROOT_HEIGHT, or a root upright (UPRIGHT) in fewer than half of the frames."""
+    ids = [model.joint(name).id for name in motion.joint_names]
+    low, high = model.jnt_range[ids].T
+    limited = model.jnt_limited[ids].astype(bool)
+    q = motion.joint_pos
+    out = limited & ((q < low - JOINT_TOLERANCE) | (q > high + JOINT_TOLERANCE))
+    if out.any():
+        t, j = np.unravel_index(out.argmax(), out.shape)
+        raise ArgumentError(
+            f"{where}: joint_pos: joint {motion.joint_names[j]!r} at {q[t, j]:.4g} rad in frame {t}, "
+            f"outside its range [{low[j]:.4g}, {high[j]:.4g}] (are the columns in the robot's joint order, in radians?)"
+        )
+    z = motion.body_pos[..., 2]
+    t, b = np.unravel_index(z.argmin(), z.shape)
+    if z[t, b] < -GROUND_TOLERANCE:
+        raise ArgumentError(
+            f"{where}: body_pos: body {motion.body_names[b]!r} at height {z[t, b]:.4g} m in frame {t}, "
+            f"expected above the ground (z = 0, z up)"
+        )
+    if z[:, 0].max() > MAX_ROOT_HEIGHT:
+        raise ArgumentError(
+            f"{where}: body_pos: the root at height {z[:, 0].max():.4g} m, expected under "
+            f"{MAX_ROOT_HEIGHT:g} m (are the positions in metres?)"
+        )
+    _, x, y, _ = np.moveaxis(motion.body_quat[:, 0], -1, 0)
+    upright = float(np.mean(1.0 - 2.0 * (x * x + y * y) >= UPRIGHT))  # the up axis's z in the world
+    if upright < 0.5:
+        raise ArgumentError(
+            f"{where}: body_quat: the root is upright (its up axis within 60 degrees of the vertical) "
+            f"in {upright:.0%} of the frames, expected at least half (is the quaternion order the file's?)"
+        )
 
 
 def resample(root_pos, root_quat, joint_pos, at):

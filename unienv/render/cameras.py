@@ -26,6 +26,7 @@ import torch
 from unienv.backends.mjwarp_render import WarpCameras
 from unienv.errors import CapabilityError
 from unienv.render.pool import RenderPool, View
+from unienv.utils.limits import check_size
 
 MODALITIES = ("rgb", "depth", "segmentation")
 
@@ -51,7 +52,9 @@ class PoolCameras:
         """model: the scene's model as written (what is drawn); views: one per env, or one for all."""
         self.backend, self.views = backend, list(views)
         self._mocap = backend.get_capabilities().mocap and backend.nmocap > 0
-        threads = default_threads(backend.num_envs) if threads is None else threads
+        most = default_threads(backend.num_envs)
+        threads = most if threads is None else threads
+        check_size("render_threads", threads, most, unit="render threads (one per env and per core at most)")
         self.pool = RenderPool(model, width, height, threads)
 
     def render(

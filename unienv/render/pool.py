@@ -39,7 +39,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from unienv.errors import ArgumentError, GLUnavailableError
+from unienv.errors import ArgumentError, GLUnavailableError, shown
+from unienv.utils import limits
 
 
 def headless_gl() -> None:
@@ -69,6 +70,11 @@ def _gl_context(model: mujoco.MjModel, width: int, height: int):
         context.make_current()
         return context, mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
     except Exception as error:  # each platform fails its own way (ImportError, FatalError, ...)
+        if "framebuffer is not complete" in str(error):  # a context, whose driver refuses this size
+            raise ArgumentError(
+                f"width, height: the OpenGL driver cannot make a {width} x {height} offscreen framebuffer "
+                f"with {model.vis.quality.offsamples} samples ({error}); choose a smaller image"
+            ) from None
         platform = os.environ.get("MUJOCO_GL", "unset (GLFW, or EGL without a display)")
         raise GLUnavailableError(
             f"rendering: no OpenGL context ({type(error).__name__}: {error}); MUJOCO_GL is {platform}. "
@@ -240,8 +246,15 @@ class RenderPool:
         """model: the model to draw (its offscreen buffer is raised to width x height);
         threads: worker threads, each with its own GL context."""
         check_size(width, height)
-        if not isinstance(threads, int) or threads < 1:
-            raise ArgumentError(f"render_threads: expected an int >= 1, got {threads!r}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ArgumentError(f"render_threads: expected an int >= 1, got {shown(threads)}")
+        samples = max(1, int(model.vis.quality.offsamples))
+        limits.check_memory(
+            f"rendering at {width} x {height} on {threads} render threads",
+            threads * context_bytes(width, height, samples),
+            "cpu",
+            f"{threads} offscreen buffers of {width} x {height} pixels x {samples} samples",
+        )
         model.vis.global_.offwidth = max(width, model.vis.global_.offwidth)
         model.vis.global_.offheight = max(height, model.vis.global_.offheight)
         self.model, self.width, self.height = model, width, height
@@ -291,6 +304,13 @@ class RenderPool:
         for w in self._workers:
             w.thread.join()
         self._workers = []
+
+
+def context_bytes(width: int, height: int, samples: int) -> int:
+    """What one worker's OpenGL context holds for a width x height image: MuJoCo's offscreen
+    framebuffer (RGBA8 colour and 24+8-bit depth-stencil per sample) and its resolve buffer, in
+    the driver's memory (the host's, with Mesa's llvmpipe), and the worker's RGB and depth arrays."""
+    return width * height * (8 * samples + 8 + 3 + 4)
 
 
 def check_size(width: int, height: int) -> None:

@@ -5,8 +5,9 @@
     evaluate [--policy zero|POLICY] [--motion squat] [--num-envs 16] [--steps 500] [--seed 0]
 
 `convert` reads the CSV layouts of `unienv.motion.convert` and writes the motion at the env's
-control rate (0.02 s) beside the CSV (OUT defaults to CLIP.npz); a bad file is one `error:` line and
-writes nothing. `evaluate` rolls a policy out on g1_tracking and prints the mean body-position
+control rate (0.02 s) beside the CSV (OUT defaults to CLIP.npz); `-o` names exactly the file
+written (a path ending in .npz, in a folder that exists), checked before anything is read. A bad
+file or `-o` is one `error:` line and writes nothing. `evaluate` rolls a policy out on g1_tracking and prints the mean body-position
 error: per env step, the root mean square over the tracked bodies of the distance to the aligned
 reference (m), recovered from the body_pos reward term (exp(-mean squared error / sigma^2)),
 averaged over every env step; and the episodes' mean length.
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from unienv import robots
 from unienv.backends.base import load_mjmodel
+from unienv.errors import ArgumentError, shown
 from unienv.motion import clips, convert
 from unienv.utils.files import written
 
@@ -33,12 +36,27 @@ def _save(motion, out: str) -> None:
           f"{len(motion.joint_names)} joints, {len(motion.body_names)} bodies)")  # fmt: skip
 
 
+def output(path: str) -> str:
+    """`-o`: the .npz file to write, refused unless it ends in .npz and its folder exists (and
+    it is not a folder, a FIFO or a device); checked before anything is read or computed."""
+    if not path.endswith(".npz"):
+        raise ArgumentError(f"-o: expected a path ending in .npz, got {shown(path)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ArgumentError(f"-o: {path}: its folder {folder} does not exist")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ArgumentError(f"-o: {path} exists and is not a regular file (a folder, a FIFO or a device)")
+    return path
+
+
 def convert_csv(path: str, robot: str, fps: float, quat: str, out: str | None) -> None:
+    out = output(out or path.removesuffix(".csv") + ".npz")
+    rows = convert.read_rows(path)  # before the model: a clip that is refused costs no compile
     model = load_mjmodel(robots.model_file(*ROBOTS[robot]))
     joints = len(convert.robot_joints(model))
-    root_pos, root_quat, joint_pos = convert.read_csv(path, joints, quat)
+    root_pos, root_quat, joint_pos = convert.split_rows(rows, joints, quat, path)
     motion = convert.from_frames(model, root_pos, root_quat, joint_pos, fps, CONTROL_DT, path, path)
-    _save(motion, out or path.removesuffix(".csv") + ".npz")
+    _save(motion, out)
 
 
 def evaluate(policy: str, motion: str, num_envs: int, steps: int, seed: int) -> dict[str, float]:
@@ -94,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "convert":
         convert_csv(args.csv, args.robot, args.fps, args.quat, args.out)
     elif args.command == "clip":
-        _save(clips.clip(args.name, load_mjmodel(_g1_scene())), args.out or f"{args.name}.npz")
+        out = output(args.out or f"{args.name}.npz")
+        _save(clips.clip(args.name, load_mjmodel(_g1_scene())), out)
     else:
         evaluate(args.policy, args.motion, args.num_envs, args.steps, args.seed)
     return 0

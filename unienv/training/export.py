@@ -19,7 +19,11 @@ The model's metadata (`metadata_props`) carries, under the key "unienv", the pol
 format, task, task options, the observation's shape and dtype, the action's shape, dtype and
 bounds, the backend it was trained on and the training facts; a deployment reads it to check that
 its observation vector and action vector have that layout (`check_layout` does it for a unienv env).
-ONNX files hold operators and tensors, not code; loading one runs nothing from the file.
+ONNX files hold operators and tensors, not code; loading one runs nothing from the file, and a
+file is checked from its bytes before onnxruntime sees it (`check_graph`, the standalone runner's
+own check): only the operators this module writes, float32 weights held in the file, and values
+no wider than the runner's MAX_WIDTH per observation, so that no graph can make onnxruntime
+allocate what its file does not hold.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from unienv.errors import ArgumentError, install_command
+from unienv.deploy import runner
+from unienv.errors import ArgumentError, install_command, shown
 from unienv.training.policy import META_KEY, Normalize, check_layout_keys, load_policy
-from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
+from unienv.utils.untrusted import regular_file
 
 OPSET = 17
 ONNX_FORMAT = "unienv.onnx/1"
@@ -141,7 +146,8 @@ def export_onnx(policy_path: str, onnx_path: str) -> dict:
     os.makedirs(os.path.dirname(os.path.abspath(onnx_path)), exist_ok=True)
     with written(onnx_path) as temporary:
         onnx.save(model, temporary)
-    return _metadata({p.key: p.value for p in model.metadata_props}, onnx_path)
+    written_meta = next(p.value for p in model.metadata_props if p.key == META_KEY)
+    return _metadata(json.loads(written_meta), onnx_path)
 
 
 def load_onnx_policy(path: str, device: str | torch.device = "cpu") -> tuple[Callable, dict]:
@@ -151,14 +157,12 @@ def load_onnx_policy(path: str, device: str | torch.device = "cpu") -> tuple[Cal
         import onnxruntime
     except ImportError as e:
         raise ImportError(f"playing an ONNX policy needs onnxruntime: {install_command('onnx')}") from e
-    model = check_graph(path)
-    meta = _metadata({p.key: p.value for p in model.metadata_props}, path)
+    data, meta = check_graph(path)
+    meta = _metadata(meta, path)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1  # small MLPs: one thread is fastest beside the engine's
     try:
-        session = onnxruntime.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        session = onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's errors: an invalid graph
         raise ArgumentError(f"policy: {path} is not a valid ONNX file ({str(e).splitlines()[0]})") from None
 
@@ -169,80 +173,35 @@ def load_onnx_policy(path: str, device: str | torch.device = "cpu") -> tuple[Cal
     return policy, meta
 
 
-# the operators export_onnx writes (see _layer); any other is refused before a session is built
-OPERATORS = frozenset(
-    ("Sub", "Div", "Gemm", "Mul", "Sigmoid", "Erf", "Add", "Greater", "Where", "Softplus")
-    + ("Elu", "Relu", "Tanh", "Identity", "Max", "Min")
-)
-MAX_WEIGHTS = 1 << 28
-"""The most float32 weights (1 GiB) an ONNX policy may hold."""
-
-
-def check_graph(path: str):
-    """The ModelProto at path, refused unless it is a graph export_onnx could have written: a
-    regular file; operators of OPERATORS only (the default domain, no subgraph); one float32
-    input `obs` (batch, obs_dim) and output `actions`; weights in the file (no external data),
-    float32, within MAX_WEIGHTS and the memory free. Nothing of it is run."""
-    onnx = _onnx()
-    regular_file(path, "policy")
+def check_graph(path: str) -> tuple[bytes, dict | None]:
+    """(the file's bytes, its unienv metadata or None) of the ONNX file at path, refused unless
+    it is a regular file within the memory free and a graph export_onnx could have written
+    (`unienv.deploy.runner.check_onnx`: the operators it writes, one float32 input `obs` and
+    output `actions`, float32 weights in the file, every value bounded; the standalone runner
+    applies the same check). Nothing of it is run; the bytes checked are the bytes a session
+    is built from."""
+    size = regular_file(path, "policy", runner.MAX_POLICY_BYTES)
+    limits.check_memory(f"policy: {path}", size, "cpu", "its bytes")
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        model = onnx.load(path, load_external_data=False)
-    except Exception as e:  # protobuf's errors: not an ONNX file
-        raise ArgumentError(f"policy: {path} is not a valid ONNX file ({type(e).__name__})") from None
-    graph = model.graph
-    for node in graph.node:
-        if node.op_type not in OPERATORS or node.domain not in ("", "ai.onnx"):
-            raise ArgumentError(
-                f"policy: {path}: operator {node.domain + '.' if node.domain else ''}{node.op_type!r} "
-                f"is not one unienv export writes ({sorted(OPERATORS)})"
-            )
-        if any(a.type in (a.GRAPH, a.GRAPHS, a.TENSOR, a.TENSORS) for a in node.attribute):
-            raise ArgumentError(
-                f"policy: {path}: node {node.name or node.op_type!r} has a graph or tensor attribute"
-            )
-    ends = [(v.name, v.type.tensor_type) for v in (*graph.input, *graph.output)]
-    names = [name for name, _ in ends]
-    if names != [INPUT, OUTPUT] or any(
-        t.elem_type != onnx.TensorProto.FLOAT or len(t.shape.dim) != 2 for _, t in ends
-    ):
-        raise ArgumentError(
-            f"policy: {path}: expected one float32 input {INPUT!r} (batch, obs_dim) and one output "
-            f"{OUTPUT!r} (batch, act_dim), got {names}"
-        )
-    count = 0
-    for w in graph.initializer:
-        if w.data_location == onnx.TensorProto.EXTERNAL or w.data_type != onnx.TensorProto.FLOAT:
-            raise ArgumentError(f"policy: {path}: weight {w.name!r}: expected float32 data in the file")
-        size = (
-            int(np.prod(w.dims, dtype=np.float64))
-            if all(0 <= d <= MAX_WEIGHTS for d in w.dims)
-            else MAX_WEIGHTS + 1
-        )
-        if size * 4 != len(w.raw_data) and size != len(w.float_data):
-            raise ArgumentError(
-                f"policy: {path}: weight {w.name!r} declares {list(w.dims)}, its data differs"
-            )
-        count += size
-    limits.check_size(f"policy: {path}: its weights", count, MAX_WEIGHTS, low=0, unit="float32 weights")
-    limits.check_memory(f"policy: {path}", 4 * count, "cpu", "its weights")
-    return model
+        meta, _, _ = runner.check_onnx(data, path)
+    except runner.DeployError as e:
+        raise ArgumentError(f"policy: {e}") from None
+    return data, meta
 
 
-def _metadata(props: dict[str, str], path: str) -> dict[str, Any]:
-    if META_KEY not in props:
+def _metadata(meta: dict | None, path: str) -> dict[str, Any]:
+    """The unienv metadata of an ONNX policy (parsed by check_onnx), of this format and layout."""
+    if meta is None:
         raise ArgumentError(
             f"policy: {path} is an ONNX file without unienv's metadata ('{META_KEY}'); export one with "
             "`python -m unienv export <policy.safetensors> --onnx <out.onnx>`"
         )
-    try:
-        meta = json.loads(props[META_KEY])
-    except (ValueError, RecursionError) as e:
+    if meta.get("format") != ONNX_FORMAT:
         raise ArgumentError(
-            f"policy: {path}: its '{META_KEY}' metadata is not JSON ({type(e).__name__})"
-        ) from None
-    if not isinstance(meta, dict) or meta.get("format") != ONNX_FORMAT:
-        given = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise ArgumentError(f"policy: {path} has format {given!r}, expected {ONNX_FORMAT!r}")
+            f"policy: {path} has format {shown(meta.get('format'))}, expected {ONNX_FORMAT!r}"
+        )
     check_layout_keys(meta, path)  # the policy file's checks
     return meta
 

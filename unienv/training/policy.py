@@ -49,12 +49,13 @@ import safetensors
 import safetensors.torch
 import torch
 
+from unienv.deploy import runner
 from unienv.deploy.contract import contract_of
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, shown
 from unienv.tasks import constructor_options
-from unienv.training.untrusted import regular_file
 from unienv.utils import limits
 from unienv.utils.files import written
+from unienv.utils.untrusted import regular_file
 from unienv.wrappers.normalize import Normalize
 
 FORMAT = "unienv.policy/2"
@@ -137,16 +138,18 @@ def _flat(module: torch.nn.Module) -> list[torch.nn.Module]:
 def build(layers: list[dict[str, Any]]) -> torch.nn.Sequential:
     """The network a JSON layer list describes (weights at their initial values)."""
     if not isinstance(layers, list) or not layers:
-        raise ArgumentError(f"network: expected a non-empty list of layers, got {layers!r}")
+        raise ArgumentError(f"network: expected a non-empty list of layers, got {shown(layers)}")
     modules = []
     for i, layer in enumerate(layers):
         kind = layer.get("type") if isinstance(layer, dict) else None
         if kind not in LAYERS:
-            raise ArgumentError(f"network[{i}]: expected a layer type in {sorted(LAYERS)}, got {layer!r}")
+            raise ArgumentError(
+                f"network[{i}]: expected a layer type in {sorted(LAYERS)}, got {shown(layer)}"
+            )
         cls, sizes = LAYERS[kind]
         if set(layer) != {"type", *sizes} or not all(_is_size(layer[s]) for s in sizes):
             raise ArgumentError(
-                f"network[{i}]: expected a {kind} layer with sizes {list(sizes)}, got {layer!r}"
+                f"network[{i}]: expected a {kind} layer with sizes {list(sizes)}, got {shown(layer)}"
             )
         modules.append(cls(*(layer[s] for s in sizes)))
     return torch.nn.Sequential(*modules)
@@ -222,29 +225,37 @@ def _parsed_meta(header: dict, path: str) -> dict:
         raise ArgumentError(f"policy: {path} is a safetensors file without unienv's metadata ('{META_KEY}')")
     try:
         meta = json.loads(header[META_KEY])
-    except ValueError as e:
-        raise ArgumentError(f"policy: {path}: its '{META_KEY}' metadata is not JSON ({e})") from None
+    except (ValueError, RecursionError) as e:
+        raise ArgumentError(
+            f"policy: {path}: its '{META_KEY}' metadata is not JSON ({type(e).__name__})"
+        ) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         given = meta.get("format") if isinstance(meta, dict) else meta
-        raise ArgumentError(f"policy: {path} has format {given!r}, expected {FORMAT!r}")
+        raise ArgumentError(f"policy: {path} has format {shown(given)}, expected {FORMAT!r}")
     return meta
 
 
 def check_layout_keys(meta: dict, path: str) -> None:
-    """Every key of the metadata that the loader and the layout check read, of the right type."""
+    """Every key of the metadata that the loader and the layout check read, of the right type,
+    and its deployment contract, where it has one, whole (`unienv.deploy.runner.validate`)."""
     expected = {"task": str, "task_options": dict, "observation": dict, "action": dict}
     for key, kind in expected.items():
         if not isinstance(meta.get(key), kind):
-            given = "nothing" if key not in meta else f"{meta[key]!r}"
+            given = "nothing" if key not in meta else shown(meta[key])
             raise ArgumentError(f"policy: {path}: metadata '{key}': expected a {kind.__name__}, got {given}")
     for part in ("observation", "action"):
         shape = meta[part].get("shape")
         if not isinstance(shape, list) or not isinstance(meta[part].get("dtype"), str):
             raise ArgumentError(
-                f"policy: {path}: metadata '{part}': expected a shape (a list) and a dtype name, got {meta[part]!r}"
+                f"policy: {path}: metadata '{part}': expected a shape (a list) and a dtype name, got {shown(meta[part])}"
             )
         for size in shape:
             limits.check_size(f"policy: {path}: metadata '{part}.shape'", size, MAX_DIM)
+    if meta.get("contract") is not None:
+        try:
+            runner.validate(meta["contract"], path)
+        except runner.DeployError as e:
+            raise ArgumentError(f"policy: {e}") from None
 
 
 def _check_stored(network: torch.nn.Sequential, stored: dict[str, tuple[str, tuple]], path: str) -> None:
@@ -260,7 +271,7 @@ def _check_stored(network: torch.nn.Sequential, stored: dict[str, tuple[str, tup
         dtype, given = stored[name]
         if dtype != "F32" or given != shape:
             raise ArgumentError(
-                f"policy: {path}: tensor {name!r}: expected float32 of shape {list(shape)}, "
+                f"policy: {path}: tensor {shown(name)}: expected float32 of shape {list(shape)}, "
                 f"got {dtype} of shape {list(given)}"
             )
     nbytes = sum(4 * math.prod(shape) for shape in wanted.values())
@@ -271,10 +282,10 @@ def _check_values(weights: dict[str, torch.Tensor], path: str) -> None:
     """Finite weights, and a positive std in every normalizer (else its output is inf or NaN)."""
     for name, tensor in weights.items():
         if not torch.isfinite(tensor).all():
-            raise ArgumentError(f"policy: {path}: tensor {name!r} holds NaN or inf")
+            raise ArgumentError(f"policy: {path}: tensor {shown(name)} holds NaN or inf")
         if name.endswith(".std") and not (tensor > 0).all():
             raise ArgumentError(
-                f"policy: {path}: tensor {name!r}: a normalizer's std must be > 0, got {tensor.min().item()}"
+                f"policy: {path}: tensor {shown(name)}: a normalizer's std must be > 0, got {tensor.min().item()}"
             )
 
 
@@ -333,7 +344,9 @@ def layout_mismatches(meta: dict, env) -> list[str]:
     here = policy_layout(env)
     problems = []
     if meta["task"] != here["task"]:
-        problems.append(f"task: the policy was trained on {meta['task']!r}, this env is {here['task']!r}")
+        problems.append(
+            f"task: the policy was trained on {shown(meta['task'])}, this env is {here['task']!r}"
+        )
     for part in ("observation", "action"):
         for key, value in here[part].items():
             if meta[part].get(key) != value:
@@ -343,7 +356,7 @@ def layout_mismatches(meta: dict, env) -> list[str]:
         for key in sorted(set(theirs) | set(ours)):
             if key not in IGNORED_OPTIONS and theirs.get(key) != ours.get(key):
                 problems.append(
-                    f"task.{key}: the policy was trained with {theirs.get(key)!r}, this env has {ours.get(key)!r}"
+                    f"task.{key}: the policy was trained with {shown(theirs.get(key))}, this env has {ours.get(key)!r}"
                 )
     return problems
 

@@ -1,12 +1,11 @@
-"""Reading a file a run did not write itself: checkpoints, ONNX graphs, policy files.
+"""Reading a file a run did not write itself: checkpoints and their env state.
 
-Every such file is untrusted: it may be damaged, hand-made or hostile. Before anything is parsed
-or allocated, `regular_file` refuses what is not a plain file (a FIFO would block the reader for
-ever, a device would stream without end) and `check_archive` refuses a torch.save zip whose
-entries are compressed (torch.save stores them; deflate lets 1 MB declare 1 GiB) or whose
-declared sizes exceed the file or the memory free (`limits.check_memory`). `load_torch` then
-reads the file with `torch.load(weights_only=True)`, which rebuilds tensors, numbers, strings,
-lists and dicts and never runs code from the file.
+Every such file is untrusted (`unienv.utils.untrusted` holds the rule every reader follows):
+before anything is parsed or allocated, `regular_file` refuses what is not a plain file and
+`check_archive` refuses a torch.save zip whose entries are compressed (torch.save stores them;
+deflate lets 1 MB declare 1 GiB), repeated, or declared beyond the file or the memory free.
+`load_torch` then reads the file with `torch.load(weights_only=True)`, which rebuilds tensors,
+numbers, strings, lists and dicts and never runs code from the file.
 
 What a file can do to a run: be refused, with one `ArgumentError` naming the file and what is
 wrong. What it cannot do: run code, allocate more than its declared sizes (bounded by the file's
@@ -17,76 +16,22 @@ then write; configuration is compared with the env's, never restored from the fi
 
 from __future__ import annotations
 
-import os
-import stat
-import zipfile
 from typing import Any
 
 import torch
 
 from unienv.errors import ArgumentError
-from unienv.utils import limits
-
-MAX_FILE = 1 << 34
-"""The largest file (16 GiB) a run reads back; a larger one is refused before it is opened."""
-
-
-def regular_file(path: str, where: str) -> int:
-    """The size of path, a regular file (a symlink to one is fine); anything else is refused
-    without being opened."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise ArgumentError(f"{where}: file not found: {path!r}") from None
-    except OSError as e:
-        raise ArgumentError(f"{where}: cannot read {path!r}: {e.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = (
-            "a folder"
-            if stat.S_ISDIR(info.st_mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(info.st_mode)
-            else "a device or socket"
-        )
-        raise ArgumentError(f"{where}: {path} is not a regular file (it is {kind})")
-    if info.st_size > MAX_FILE:
-        raise ArgumentError(
-            f"{where}: {path} has {limits.readable_bytes(info.st_size)}, more than the {limits.readable_bytes(MAX_FILE)} a run reads"
-        )
-    return info.st_size
+from unienv.utils.untrusted import archive_entries, regular_file
 
 
 def check_archive(path: str, where: str, size: int) -> None:
-    """A torch.save zip: every entry stored uncompressed, their declared sizes within the file,
-    and within the memory free. Reads the zip's central directory only."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            entries = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise ArgumentError(
-            f"{where}: {path} is not a torch.save archive ({e or type(e).__name__})"
-        ) from None
-    if not any(entry.filename.rsplit("/", 1)[-1] == "data.pkl" for entry in entries):
+    """A torch.save zip: its entries stored and within the file and the memory free
+    (`archive_entries`), one of them the pickle `data.pkl`."""
+    entries = archive_entries(path, where, size, "a torch.save archive")
+    if not any(name.rsplit("/", 1)[-1] == "data.pkl" for name in entries):
         raise ArgumentError(
             f"{where}: {path} is a zip file but not a torch.save archive (it has no data.pkl)"
         )
-    total = 0
-    for entry in entries:
-        if entry.compress_type != zipfile.ZIP_STORED:
-            raise ArgumentError(
-                f"{where}: {path}: entry {entry.filename!r} is compressed (method {entry.compress_type}); "
-                "torch.save stores entries uncompressed, and a compressed one can expand without bound"
-            )
-        if entry.file_size != entry.compress_size:
-            raise ArgumentError(
-                f"{where}: {path}: entry {entry.filename!r} declares {entry.file_size} bytes in {entry.compress_size}"
-            )
-        total += entry.file_size
-    if total > size:
-        raise ArgumentError(
-            f"{where}: {path}: its entries declare {total} bytes, more than the file's {size}"
-        )
-    limits.check_memory(f"{where}: {path}", total, "cpu", "its tensors")
 
 
 def load_torch(path: str, where: str) -> Any:

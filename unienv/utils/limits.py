@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 from typing import Any
 
 import numpy as np
@@ -94,12 +95,41 @@ def _extreme(x: np.ndarray) -> str:
 
 
 def available_ram() -> int:
-    """Bytes the kernel can hand out now without swapping (MemAvailable; free pages elsewhere)."""
+    """Bytes this process can still allocate without swapping or being stopped: the kernel's
+    MemAvailable (free pages where there is no /proc), and below it the room left in the
+    process's cgroup (a container's memory limit, cgroup v2 or v1) and in its address-space
+    limit (RLIMIT_AS, `ulimit -v`)."""
+    found = [_proc_kib("/proc/meminfo", "MemAvailable")]
+    if found[0] is None:
+        found = [os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")]
+    for limit, usage in CGROUP_FILES:
+        try:
+            with open(limit) as a, open(usage) as b:
+                cap, used = a.read().strip(), int(b.read())
+        except (OSError, ValueError):
+            continue
+        if cap.isdigit() and int(cap) < 1 << 60:  # "max", or v1's page-rounded 2**63: no limit
+            found.append(int(cap) - used)
+    cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+    size = _proc_kib("/proc/self/status", "VmSize")
+    if cap != resource.RLIM_INFINITY and size is not None:
+        found.append(cap - size)
+    return max(0, min(found))
+
+
+CGROUP_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    """The `key:` line of a /proc file in bytes (its value is in KiB), or None where absent."""
     try:
-        with open("/proc/meminfo") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration):
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        with open(path) as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
 
 
 def readable_bytes(n: float) -> str:

@@ -1,7 +1,9 @@
 """The viser server: where it listens, the scene of the shown envs, and the page's controls.
 
 Safe by default: it binds to 127.0.0.1 and prints the URL with the `ssh -L` line that reaches
-it from another machine; a host other than a loopback address prints a warning. Everything that
+it from another machine; a host other than a loopback address prints a warning. Whatever a page
+sends is checked on the server before viser applies it (unienv.viewer.gate): only a control's
+value, of its type and within its bounds, reaches the run. Everything that
 can be wrong (viser missing, a host that is not an address, a port in use, an env index out of
 range) is checked by `check` before anything starts, so a run either starts with its viewer or not
 at all. The server runs in viser's own threads: closing the page never stops the run, and the
@@ -21,8 +23,10 @@ import mujoco
 import numpy as np
 
 from unienv.errors import ArgumentError
+from unienv.viewer.gate import Gate, check_viser
 
 DEFAULT_ENVS = 4  # envs tiled when none are chosen, as play.py's videos tile video.envs
+SPEEDS = (0.1, 4.0)  # the page's speed slider: real time times this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +47,7 @@ def check(options: Options, num_envs: int) -> Options:
         import viser  # noqa: F401
     except ImportError:
         raise ArgumentError("viewer=web: needs viser; pip install 'unienv[viewer]'") from None
+    check_viser()
     host = options.host
     if host != "localhost":
         try:
@@ -106,6 +111,7 @@ class Viewer:
         self.model = mujoco.MjModel.from_xml_path(env.task.scene)
         self.poses = scene.Poses(env.backend, self.model)
         self.server = viser.ViserServer(host=options.host, port=options.port, verbose=False)
+        self.gate = Gate(self.server)  # before the first page can connect, its controls added below
         self.server.scene.set_up_direction("+z")
         self.frames = scene.build(self.server, self.model, len(self.env_ids), options.spacing)
         offsets = scene.tile_offsets(len(self.env_ids), options.spacing)
@@ -117,21 +123,33 @@ class Viewer:
         self._command = None
         gui = self.server.gui
         self.status = gui.add_markdown("starting")
+        allow = self.gate.allow
         if controls:
-            self._paused = gui.add_checkbox("Pause", False)
-            gui.add_button("Step").on_click(lambda _: self._request("_step"))
-            gui.add_button("Reset").on_click(lambda _: self._request("_reset"))
-            self._speed = gui.add_slider("Speed", min=0.1, max=4.0, step=0.1, initial_value=1.0)
+            self._paused = allow(gui.add_checkbox("Pause", False), "checkbox")
+            allow(gui.add_button("Step"), "button").on_click(lambda _: self._request("_step"))
+            allow(gui.add_button("Reset"), "button").on_click(lambda _: self._request("_reset"))
+            self._speed = allow(
+                gui.add_slider("Speed", *SPEEDS, step=0.1, initial_value=1.0), "slider", *SPEEDS
+            )
             # the commands a task declares (deployment(): the velocity tasks'), by name, in range
             commands = (env.task.deployment() or {}).get("commands", {})
             self._command_inputs = [
-                gui.add_slider(name, min=low, max=high, step=0.05, initial_value=min(max(0.0, low), high))
+                allow(
+                    gui.add_slider(
+                        name, min=low, max=high, step=0.05, initial_value=min(max(0.0, low), high)
+                    ),
+                    "slider",
+                    low,
+                    high,
+                )  # fmt: skip
                 for name, (low, high) in commands.items()
             ]
             if commands:
-                gui.add_button("Apply command").on_click(lambda _: self._set_command())
+                allow(gui.add_button("Apply command"), "button").on_click(lambda _: self._set_command())
         if play_button:
-            gui.add_button("Play the latest policy").on_click(lambda _: self._request("_play"))
+            allow(gui.add_button("Play the latest policy"), "button").on_click(
+                lambda _: self._request("_play")
+            )
         self.terms = gui.add_markdown("")
         announce(options.host, options.port)
 
@@ -187,8 +205,10 @@ class Viewer:
             self.show(*self.poses(self.env_ids))
 
     def report(self, status: str, terms: dict[str, float] | None = None) -> None:
-        """The status line and, where given, reward terms of the first shown env as bars."""
-        self.status.content = status
+        """The status line (with the count of pages' messages refused, if any) and, where given,
+        reward terms of the first shown env as bars."""
+        refused = self.gate.count()
+        self.status.content = status + (f" ({refused} messages from pages refused)" if refused else "")
         if terms:
             scale = max(1e-9, *(abs(v) for v in terms.values()))
             rows = [
