@@ -23,6 +23,19 @@ def test_the_gait_recorder_on_the_cpu_engine():
     assert summary["falls"] == 0 and "tracking error" in gait_text(summary)
 
 
+def test_the_gait_recorder_counts_each_fall_once():
+    """The G1's zero action cannot stand under mjlab's gains: each env falls within 3 s, and the
+    recorder's falls are the rollout's terminated episodes."""
+    env = unienv.make("g1_velocity", backend="mujoco", num_envs=2, seed=0)
+    try:
+        recorder = GaitRecorder.of(env)
+        zero = lambda obs: torch.zeros(env.action_space.shape)  # noqa: E731
+        stats = rollout(env, zero, 150, on_step=recorder, progress=False)
+    finally:
+        env.close()
+    assert recorder.summary()["falls"] == sum(stats.terminated) >= 2
+
+
 def test_a_task_without_gait_has_no_recorder():
     env = unienv.make("cartpole", num_envs=1)
     try:

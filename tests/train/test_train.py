@@ -183,3 +183,4 @@ def test_every_documented_preset_trains_through_its_evaluation(preset, tmp_path)
     assert "eval: " in out and (tmp_path / "run" / "policy.safetensors").exists(), out[-2000:]
     if preset == "ppo_quadruped":
         assert "eval: tracking error" in out and "duty factor" in out, out[-2000:]
+        assert (tmp_path / "run" / "footfalls.png").stat().st_size > 1000  # the gait, plotted

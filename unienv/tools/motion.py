@@ -70,7 +70,7 @@ def evaluate(policy: str, motion: str, num_envs: int, steps: int, seed: int) -> 
     task, errors = env.task, []
     scale, sigma = task.reward_weights["body_pos"] * task.dt, task.tracking_sigmas["body_pos"]
 
-    def on_step(obs, info):
+    def on_step(obs, info, terminated):
         term = torch.as_tensor(info["reward_terms"]["body_pos"]).double()
         errors.append(torch.sqrt(-(sigma**2) * torch.log(term / scale)))
 

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
+
 import unienv
 from unienv.training.config import env_options
 from unienv.training.gait import GaitRecorder, gait_text
 from unienv.training.rollout import make_policy, rollout
+from unienv.utils import plots
 from unienv.utils.numbers import finite_or_none as _number
+
+FOOTFALL_SECONDS = 2.0  # the footfall diagram's span, at the evaluation's end
 
 
 def evaluate(cfg, device, path) -> dict | None:
     """Roll the saved policy file out deterministically on fresh envs (the run's task, backend and
     DR, seeded seed + 10000); print and return its episode statistics (and, for a velocity task,
-    its mean velocity-tracking error)."""
+    its gait, with a footfall diagram `footfalls.png` beside the policy file)."""
     steps = cfg.train.eval_steps
     if steps == 0:
         return None
@@ -46,4 +53,7 @@ def evaluate(cfg, device, path) -> dict | None:
     if gait is not None:
         result["gait"] = gait.summary()
         print(gait_text(result["gait"]))
+        contact = np.stack(gait.contacts)[-int(round(FOOTFALL_SECONDS / gait.dt)) :, 0]  # env 0, the last 2 s
+        figure = os.path.join(os.path.dirname(os.path.abspath(path)), "footfalls.png")
+        plots.footfalls(contact, gait.feet, gait.dt, figure, f"{task}: env 0's feet on the ground (dark)")
     return result

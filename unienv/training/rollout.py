@@ -109,12 +109,12 @@ def rollout(
     seed: int | None = None,
     on_frame: Callable[[tuple[np.ndarray, ...]], None] | None = None,
     frame_every: int = 1,
-    on_step: Callable[[torch.Tensor, dict], None] | None = None,
+    on_step: Callable[[torch.Tensor, dict, torch.Tensor], None] | None = None,
     progress: bool = True,
 ) -> RolloutStats:
     """Step env `steps` times under policy (SAME_STEP autoreset). The frames of the reset and of
-    every frame_every-th step go to on_frame; each step's observation and info to on_step (e.g.
-    to measure something along the way)."""
+    every frame_every-th step go to on_frame; each step's observation, info and terminated flags
+    to on_step (e.g. to measure something along the way)."""
     if isinstance(frame_every, bool) or not isinstance(frame_every, int) or frame_every < 1:
         raise ArgumentError(f"frame_every: expected an int >= 1, got {frame_every!r}")
     stats = RolloutStats()
@@ -129,7 +129,7 @@ def rollout(
         obs, _, terminated, _, info = env.step(policy(obs))
         stats.steps += 1
         if on_step is not None:
-            on_step(obs, info)
+            on_step(obs, info, terminated)
         if "final_info" in info:
             done = info["_final_info"].cpu().numpy()
             episode = info["final_info"]["episode_stats"]

@@ -1,4 +1,4 @@
-"""Figures as PNG files: a DR sweep's returns and a training run's learning curve.
+"""Figures as PNG files: a DR sweep's returns, a training run's learning curve and a gait's footfalls.
 
 matplotlib is an optional extra (`pip install 'unienv[plot]'`). Each function
 writes its PNG and returns the path; without matplotlib it prints one line
@@ -106,6 +106,29 @@ def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) ->
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    with written(path) as temporary:
+        fig.savefig(temporary, dpi=110)
+    return path
+
+
+def footfalls(contact: np.ndarray, feet: Sequence[str], dt: float, path: str, title: str) -> str | None:
+    """The footfall diagram of one env: a row per foot, dark where it touches the ground, over time
+    (contact: (T, F) booleans, one row per control step of dt seconds)."""
+    fig = new_figure(path, figsize=(8, 0.5 + 0.4 * len(feet)))
+    if fig is None:
+        return None
+    ax = fig.subplots()
+    ax.imshow(
+        ~contact.T,
+        aspect="auto",
+        cmap="gray",
+        interpolation="nearest",
+        extent=(0, len(contact) * dt, len(feet) - 0.5, -0.5),
+    )
+    ax.set_yticks(range(len(feet)), feet)
+    ax.set_xlabel("s")
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     with written(path) as temporary:
         fig.savefig(temporary, dpi=110)
