@@ -188,17 +188,19 @@ def test_every_module_is_in_a_group():
 
 
 def test_every_package_is_installed():
-    """pyproject's package list names every folder of unienv and of tasks/ (a missing one is
-    absent from a non-editable install)."""
+    """pyproject's package list names every folder of unienv and of tasks/ that holds Python, and
+    each such folder has an __init__.py (a missing one is absent from a non-editable install)."""
     import tomllib
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {
         ".".join((package, *p.parent.relative_to(folder).parts))
         for package, folder in PACKAGE_DIRS.items()
-        for p in folder.rglob("__init__.py")
+        for p in folder.rglob("*.py")
     }
     assert folders <= listed, sorted(folders - listed)
+    bare = [f for package, folder in PACKAGE_DIRS.items() for f in {p.parent for p in folder.rglob("*.py")}]
+    assert not [str(f) for f in bare if not (f / "__init__.py").exists()]
 
 
 def test_no_unit_is_longer_than_a_few_screens():
