@@ -258,7 +258,7 @@ print(f"train: {m['task']} on {m['backend']} x{m['num_envs']}: {s['iterations']}
       f"{s['env_steps']:,} env steps in {s['train_seconds']:.0f} s, {s['steps_per_s']:,.0f} steps/s; "
       f"collection {statistics.median(r['collect_steps_per_s'] for r in curve):,.0f} steps/s (median)")
 print(f"  return (last 100 episodes): first {[round(r, 2) for r in returns[:k]]}, last {[round(r, 2) for r in returns[-k:]]}")
-errors = {k: e[k] for k in ("lin_vel_error", "yaw_rate_error") if k in e}
+errors = {k: e["gait"][k] for k in ("lin_vel_error", "yaw_rate_error") if k in e.get("gait", {})}
 print(f"  eval: {e.get('episodes')} episodes, return {e.get('return_mean')}, length {e.get('length_mean')}, {errors}")
 EOF
 }

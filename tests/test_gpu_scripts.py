@@ -85,7 +85,8 @@ def check_training(out, engine, task="quadruped"):
     assert summary["stopped_by"] == "max_seconds" and summary["iterations"] == len(curve) >= 1
     assert [r["iteration"] for r in curve] == list(range(1, len(curve) + 1))
     assert all(r["steps_per_s"] > 0 and r["collect_steps_per_s"] > 0 for r in curve)
-    assert 0 < evaluation["lin_vel_error"] < 10 and 0 < evaluation["yaw_rate_error"] < 10
+    gait = evaluation["gait"]
+    assert 0 < gait["lin_vel_error"] < 10 and 0 < gait["yaw_rate_error"] < 10
     assert (out / f"policy_{engine}.safetensors").stat().st_size > 0
 
 

@@ -298,7 +298,7 @@ def test_train_py_evaluates_the_robots_tracking_error(envs, task):
     recorder = GaitRecorder.of(env)
     obs, _, terminated, truncated, info = env.step(torch.zeros(env.action_space.shape))
     assert not (terminated | truncated).any()
-    recorder(obs, info)
+    recorder(obs, info, terminated)
     base, command = np.asarray(env._reading["base"]), np.asarray(env._memory["command"])
     lin = np.linalg.norm(command[:, :2] - base[:, 0, :2], axis=1).mean()  # base-frame linear velocity
     yaw = np.abs(command[:, 2] - base[:, 1, 2]).mean()  # base-frame angular velocity about z

@@ -160,7 +160,8 @@ def test_every_documented_preset_trains_through_its_evaluation(preset, tmp_path)
     (the off-policy learner), the policy file, then the evaluation of that file (the quadruped's
     prints its velocity-tracking error)."""
     with open(os.path.join(ROOT, "cfg", "train", f"{preset}.yaml")) as f:
-        offpolicy = "\n  learner:" in f.read()
+        text = f.read()
+    offpolicy = "\n  learner:" in text or "\n  - crossq_" in text  # its own learner, or a crossq preset's
     tiny = (
         ["train.loop.env_steps=16", "train.loop.learning_starts=8", "train.loop.batch_size=8"]
         if offpolicy
