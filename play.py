@@ -4,6 +4,7 @@
     python play.py task=ant num_envs=16 steps=500 policy=zero
     python play.py task=cartpole policy=path/to/policy.safetensors video.envs=1
     python play.py policy=path/to/policy.onnx        # an exported policy, run by onnxruntime
+    python play.py policy=go1_trot                   # a policy unienv ships, on the env it was trained for
     python play.py task=quadruped viewer=web        # watch it in a browser instead (unienv.viewer)
     python play.py -m task=ant dr=default dr.friction.range=0.5,1.0,1.5   # a DR sweep (unienv/tools/sweep.py)
 
@@ -20,13 +21,14 @@ import sys
 import hydra
 import imageio.v2 as imageio
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 import unienv
 from unienv.errors import ArgumentError
 from unienv.render import tile
 from unienv.tools import cli, sweep
 from unienv.training.rollout import make_policy, rollout
+from unienv.training.shipped import played_env
 from unienv.utils.files import written
 from unienv.viewer import from_cfg
 
@@ -49,15 +51,16 @@ def main(cfg: DictConfig) -> None:
     task_options = OmegaConf.to_container(cfg.task, resolve=True)
     backend_options = OmegaConf.to_container(cfg.backend)
     task, backend = task_options.pop("name"), backend_options.pop("name")
+    overrides = list(hydra.core.hydra_config.HydraConfig.get().overrides.task)
+    policy, task, task_options = played_env(cfg.policy, task, task_options, overrides)
+    with open_dict(cfg):  # video.path names the task played
+        cfg.task.name = task
     if isinstance(cfg.video.fps, bool) or not isinstance(cfg.video.fps, int | float) or cfg.video.fps <= 0:
         raise ArgumentError(f"video.fps: expected a number > 0, got {cfg.video.fps!r}")
     sweeping = sweep.is_multirun()  # a sweep records metrics, and a video only if +sweep.video=true
     web = from_cfg(cfg.viewer, cfg.num_envs)  # checked before anything starts; None: no viewer
-    video = (
-        web is None
-        and cfg.video.enabled
-        and (not sweeping or OmegaConf.select(cfg, "sweep.video", default=False))
-    )
+    recorded = not sweeping or OmegaConf.select(cfg, "sweep.video", default=False)
+    video = web is None and cfg.video.enabled and recorded
     env = unienv.make(
         task,
         backend=backend,
@@ -72,7 +75,7 @@ def main(cfg: DictConfig) -> None:
         render_env_ids=range(min(cfg.video.envs, cfg.num_envs)),
         render_size=(cfg.video.height, cfg.video.width),
     )
-    policy = make_policy(cfg.policy, env)
+    policy = make_policy(policy, env)
     if web is not None:
         from unienv.viewer.live import play
 
@@ -86,13 +89,9 @@ def main(cfg: DictConfig) -> None:
         writer = _video_writer(stack, path, fps=1.0 / (env.task.dt * frame_every)) if video else None
         try:
             with _sigterm_as_interrupt():
+                on_frame = (lambda f: writer.append_data(tile(f))) if writer else None
                 stats = rollout(
-                    env,
-                    policy,
-                    cfg.steps,
-                    seed=cfg.seed,
-                    on_frame=(lambda f: writer.append_data(tile(f))) if writer else None,
-                    frame_every=frame_every,
+                    env, policy, cfg.steps, seed=cfg.seed, on_frame=on_frame, frame_every=frame_every
                 )
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the video so far is closed and kept
             stats, status = None, 128 + (signal.SIGTERM if isinstance(stop, _Terminated) else signal.SIGINT)

@@ -39,6 +39,7 @@ LAYERS = [
     ("unienv.wrappers",),
     ("unienv.deploy",),
     ("unienv.training",),
+    ("unienv.policies",),  # the trained policy files unienv ships (data; training.shipped finds them)
     # tools behind the CLI; deploy's check and its command line read unienv's policy files with
     # training's loaders, so they sit here, above training, while the contract stays below it
     (
