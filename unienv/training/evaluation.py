@@ -47,7 +47,9 @@ def evaluate(cfg, device, path) -> dict | None:
         + ("" if gait else stats.metrics_text())
     )
     result = {
-        k: v if isinstance(v, int) else _number(v) for k, v in s.items() if gait is None or k[: -len("_mean")] not in stats.metrics
+        k: v if isinstance(v, int) else _number(v)
+        for k, v in s.items()
+        if gait is None or k.removesuffix("_mean") not in stats.metrics
     }
     result |= {"steps": stats.steps, "num_envs": env.num_envs}
     if gait is not None:
