@@ -76,10 +76,7 @@ def sweep_returns(
         ax.set_xlabel(names[0] if len(names) == 1 else "setting")
         ax.set_ylabel("mean episode return (± std)")
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    with written(path) as temporary:
-        fig.savefig(temporary, dpi=110)
-    return path
+    return _save(fig, path)
 
 
 def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) -> str | None:
@@ -106,10 +103,7 @@ def learning_curve(curve: Sequence[Mapping[str, Any]], path: str, title: str) ->
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    with written(path) as temporary:
-        fig.savefig(temporary, dpi=110)
-    return path
+    return _save(fig, path)
 
 
 def footfalls(contact: np.ndarray, feet: Sequence[str], dt: float, path: str, title: str) -> str | None:
@@ -129,13 +123,18 @@ def footfalls(contact: np.ndarray, feet: Sequence[str], dt: float, path: str, ti
     ax.set_yticks(range(len(feet)), feet)
     ax.set_xlabel("s")
     ax.set_title(title, fontsize=10)
+    return _save(fig, path)
+
+
+TERRAIN_LEVEL = "Curriculum/terrain_level"  # rsl_rl's episode term, from unienv.wrappers.rsl_rl
+
+
+def _save(fig, path: str) -> str:
+    """Lay fig out and write it to path whole (unienv.utils.files.written); return path."""
     fig.tight_layout()
     with written(path) as temporary:
         fig.savefig(temporary, dpi=110)
     return path
-
-
-TERRAIN_LEVEL = "Curriculum/terrain_level"  # rsl_rl's episode term, from unienv.wrappers.rsl_rl
 
 
 def _float(x: Any) -> float:
