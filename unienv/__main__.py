@@ -33,6 +33,7 @@ import mujoco
 from unienv import backends
 from unienv.backends.base import load_mjmodel
 from unienv.errors import ArgumentError, CapabilityError, install_command
+from unienv.robots import RobotNotFoundError
 from unienv.tasks import DMC_TASKS, TASKS, gym_id, task_class, task_config
 from unienv.tools import cli
 
@@ -126,9 +127,14 @@ def list_tasks(out=sys.stdout) -> None:
     caps = backend_features()
     usable = {name: c for name, c in caps.items() if not isinstance(c, str)}
     rows = [("task", "gym id", "action", "observation", "backends")]
+    need_robots = []  # tasks on a Menagerie robot that no place on this machine has
     for name in TASKS:
-        task = task_class(name)()
-        model = load_mjmodel(task.scene)
+        try:  # a Menagerie robot's task finds its scene when it is built
+            task = task_class(name)()
+            model = load_mjmodel(task.scene)
+        except RobotNotFoundError:
+            need_robots.append(name)
+            continue
         required = needs(task, model)
         runs = [
             b + (" (device=cpu)" if c.get("device") == "cpu" else "")
@@ -147,6 +153,11 @@ def list_tasks(out=sys.stdout) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    if need_robots:
+        print(
+            f"{', '.join(need_robots)}: on MuJoCo Menagerie's robots, available with {install_command('robots')}",
+            file=out,
+        )
     if not DMC_TASKS.keys() <= TASKS.keys():  # dm-control, which ships their models, is absent
         print(
             f"dmc_*: the {len(DMC_TASKS)} DeepMind Control Suite tasks are available with "
@@ -182,7 +193,9 @@ def export_policy(policy: str, out: str, check: int) -> None:
     """`unienv export`: write the ONNX file, then (where onnxruntime is installed) compare it with
     the torch policy on `check` observations."""
     from unienv.training import export
+    from unienv.training.shipped import policy_path
 
+    policy = policy_path(policy)  # a shipped policy by name (go1_trot), else the path
     if check < 0:
         raise ArgumentError(f"--check: expected a number of observations >= 0, got {check}")
     meta = export.export_onnx(policy, out)
@@ -211,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     export = commands.add_parser(
         "export", help="a policy file as ONNX, for deployment (see unienv.training.export)"
     )
-    export.add_argument("policy", help="a policy file written by train.py or save_policy (.safetensors)")
+    export.add_argument(
+        "policy",
+        help="a policy file written by train.py or save_policy (.safetensors), or a shipped one's name",
+    )
     export.add_argument("--onnx", required=True, metavar="OUT", help="the ONNX file to write")
     export.add_argument(
         "--check",

@@ -100,3 +100,30 @@ def test_unienv_imports_and_registers_without_the_robots_extra(nowhere, monkeypa
     assert gym.registry["unienv/Cartpole-v0"].max_episode_steps == 500
     with pytest.raises(robots.RobotNotFoundError, match="'unitree_go1' not found"):
         gym.make("unienv/Go1Velocity-v0")
+
+
+def test_list_without_robot_models_lists_the_rest_and_names_the_extra(nowhere, monkeypatch):
+    """`python -m unienv list` on the core install: every task that needs no Menagerie model in
+    its row, and one line naming the robot tasks and the extra that brings them."""
+    import io
+
+    from unienv import __main__ as command
+    from unienv.errors import install_command
+
+    monkeypatch.setattr(command, "backend_features", lambda: {"mujoco": {}})
+    out = io.StringIO()
+    command.list_tasks(out)
+    rows = {line.split()[0] for line in out.getvalue().splitlines()[1:]}
+    assert {"cartpole", "hopper", "quadruped"} <= rows
+    assert not rows & {"go1_velocity", "g1_velocity", "panda_lift", "leap_cube_rotate", "g1_tracking"}
+    (line,) = [line for line in out.getvalue().splitlines() if "Menagerie" in line]
+    assert line.endswith(f"available with {install_command('robots')}")
+    for name in (
+        "go1_velocity",
+        "g1_velocity",
+        "h1_velocity",
+        "panda_lift",
+        "leap_cube_rotate",
+        "g1_tracking",
+    ):
+        assert name in line
