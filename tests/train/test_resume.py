@@ -137,3 +137,22 @@ def test_checkpoint_minutes_writes_after_the_iteration_that_passes_it(tmp_path):
         4,
     ]
     assert not list(run_dir.glob("*.tmp*"))  # every temporary file was moved into place
+
+
+def test_time_budget_drives_the_eta_and_a_spent_budget_is_refused_on_resume(tmp_path):
+    """train.max_seconds ends the run before train.iterations: rsl_rl's header and ETA count to the
+    budget's end, not to the iteration cap; a resume whose run has already spent the budget (it
+    counts the whole run) is refused with the option to raise, not run for one silent iteration."""
+    run_dir = tmp_path / "budget"
+    run_dir.mkdir()
+    out = train(run_dir, "train.iterations=100000", "train.max_seconds=3").stdout
+    totals = [int(line.split("/")[1].split()[0]) for line in out.splitlines() if "Learning iteration" in line]
+    assert totals and max(totals) < 1000, totals  # the budget's few iterations, not 100000
+    done = len(curve(run_dir))
+    assert totals[-1] == done  # the last iteration's header counts exactly to where the budget ended
+    again = tmp_path / "again"
+    again.mkdir()
+    resume = f"train.resume={find_checkpoint(str(run_dir))}"
+    refused = train(again, "train.iterations=100000", "train.max_seconds=2", resume, status=1)
+    assert "train.max_seconds: the run has trained" in refused.stderr and "raise it" in refused.stderr
+    assert not (again / "metrics.json").exists()  # nothing trained

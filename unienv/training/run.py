@@ -105,6 +105,11 @@ def train(cfg: DictConfig, on_env=None) -> None:
                 f"train.resume: {path} has done {state['iterations']} of the run's {cfg.train.iterations} "
                 "iterations; raise train.iterations to train on"
             )
+        if max_seconds is not None and state["seconds"] >= max_seconds:
+            raise ArgumentError(
+                f"train.max_seconds: the run has trained {state['seconds']:.0f} s, its budget is "
+                f"{max_seconds} s (it counts the whole run, resumes included); raise it to train on"
+            )
         was = state["run"].get("processes", 1)
         metrics["resumed"] = {
             "checkpoint": path,

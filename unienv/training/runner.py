@@ -10,6 +10,7 @@ that the same number of ranks continues it bit for bit on the CPU (see `restore`
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -82,6 +83,10 @@ class Runner(OnPolicyRunner):
         def log_and_record(**kwargs) -> None:
             row = self._iteration_metrics(kwargs["it"], kwargs["collect_time"], kwargs["learn_time"])
             row["losses"] = {k: _number(v) for k, v in kwargs["loss_dict"].items()}
+            if self.max_seconds is not None:  # rsl_rl's ETA and "iteration i/N": the budget's, not N's
+                kwargs["total_it"] = self._last_iteration(
+                    kwargs["it"], kwargs["start_it"], kwargs["total_it"], row["seconds"]
+                )
             log(**kwargs)
             self.curve.append(row)
             if self.on_iteration is not None:
@@ -118,6 +123,13 @@ class Runner(OnPolicyRunner):
                 self._save_now(self.current_learning_iteration)
             if self.logger.writer is not None:  # what rsl_rl does after its last iteration
                 self.logger.stop_logging_writer()
+
+    def _last_iteration(self, it: int, start_it: int, total_it: int, seconds: float) -> int:
+        """The iteration count at which train.max_seconds will end this run, at this process's
+        pace so far (iteration `it` done, `seconds` of the whole run spent), or total_it if sooner."""
+        pace = (time.perf_counter() - self._start) / (it + 1 - start_it)
+        left = math.ceil(max(self.max_seconds - seconds, 0.0) / pace) if pace > 0 else 0
+        return min(total_it, it + 1 + left)
 
     def _decide(self, seconds: float) -> tuple[int, bool, bool]:
         """(the stop signal received, or 0; whether the checkpoint timer has passed; whether the
