@@ -198,3 +198,28 @@ def test_a_motion_at_another_rate_is_resampled_to_the_control_rate(tmp_path, mod
     np.testing.assert_allclose(
         reference.joint_pos[::5], at30.joint_pos[::3][: len(reference.joint_pos[::5])], atol=1e-12
     )
+
+
+def test_evaluate_plays_a_policy_on_the_clip_it_was_trained_on(tmp_path, capsys):
+    """`motion evaluate --policy FILE` with no --motion: the policy file's own clip (here a clip of
+    our own, not the default squat), so a policy trained on one's own motion evaluates as is."""
+    import torch
+
+    import unienv
+    from unienv.training.policy import save_policy
+
+    clip = tmp_path / "mine.npz"
+    assert tool.main(["clip", "arm_swing", "-o", str(clip)]) == 0
+    env = unienv.make("g1_tracking", num_envs=1, task_options={"motion": str(clip)})
+    n_obs, n_act = env.single_observation_space.shape[0], env.single_action_space.shape[0]
+    path = str(tmp_path / "policy.safetensors")
+    save_policy(
+        path, torch.nn.Sequential(torch.nn.Linear(n_obs, n_act), torch.nn.Tanh()), env, backend="mujoco"
+    )
+    env.close()
+    capsys.readouterr()
+    result = tool.evaluate(path, None, num_envs=2, steps=3, seed=0)
+    assert f"g1_tracking ({clip})" in capsys.readouterr().out
+    assert np.isfinite(result["body_pos_error_m"])
+    tool.evaluate("zero", None, num_envs=2, steps=3, seed=0)  # no policy file: the squat
+    assert "g1_tracking (squat)" in capsys.readouterr().out

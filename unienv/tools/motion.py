@@ -2,7 +2,7 @@
 
     convert CLIP.csv --robot g1 --fps 30 [--quat xyzw|wxyz] [-o OUT.npz]   a retargeted CSV clip
     clip squat|arm_swing [-o OUT.npz]                                       a built-in clip, as a file
-    evaluate [--policy zero|POLICY] [--motion squat] [--num-envs 16] [--steps 500] [--seed 0]
+    evaluate [--policy zero|POLICY] [--motion CLIP] [--num-envs 16] [--steps 500] [--seed 0]
 
 `convert` reads the CSV layouts of `unienv.motion.convert` and writes the motion at the env's
 control rate (0.02 s) beside the CSV (OUT defaults to CLIP.npz); `-o` names exactly the file
@@ -59,14 +59,25 @@ def convert_csv(path: str, robot: str, fps: float, quat: str, out: str | None) -
     _save(motion, out)
 
 
-def evaluate(policy: str, motion: str, num_envs: int, steps: int, seed: int) -> dict[str, float]:
-    """The mean body-position error (m) and episode length (s) of `policy` on g1_tracking."""
+def evaluate(policy: str, motion: str | None, num_envs: int, steps: int, seed: int) -> dict[str, float]:
+    """The mean body-position error (m) and episode length (s) of `policy` on g1_tracking, on
+    `motion`, or where None on the clip a g1_tracking policy file was trained on (else the squat)."""
     import torch
 
     import unienv
     from unienv.training.rollout import make_policy, rollout
 
-    env = unienv.make("g1_tracking", num_envs=num_envs, seed=seed, task_options={"motion": motion})
+    options = {"motion": "squat"}
+    if str(policy).endswith(".safetensors") and os.path.isfile(policy):
+        from unienv.training.policy import load_policy
+
+        meta = load_policy(policy)[1]
+        if meta["task"] == "g1_tracking":  # the env it was trained on: its clip and other options
+            options = dict(meta["task_options"])
+    if motion is not None:
+        options["motion"] = motion
+    motion = options["motion"]
+    env = unienv.make("g1_tracking", num_envs=num_envs, seed=seed, task_options=options)
     task, errors = env.task, []
     scale, sigma = task.reward_weights["body_pos"] * task.dt, task.tracking_sigmas["body_pos"]
 
@@ -104,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("-o", "--out", help="the .npz to write (default: NAME.npz)")
     e = commands.add_parser("evaluate", help="a policy's mean body-position error on g1_tracking")
     e.add_argument("--policy", default="zero", help="zero, random or a policy file from train.py")
-    e.add_argument("--motion", default="squat", help="a built-in clip or a motion .npz")
+    e.add_argument(
+        "--motion", help="a built-in clip or a motion .npz (default: the policy file's own clip, else squat)"
+    )
     e.add_argument("--num-envs", type=int, default=16)
     e.add_argument("--steps", type=int, default=500)
     e.add_argument("--seed", type=int, default=0)
