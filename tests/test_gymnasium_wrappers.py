@@ -193,7 +193,8 @@ def test_make_and_make_vec_honour_the_spec_and_the_task_options():
 
 def test_gymnasium_models_load_without_warning_or_log_file(tmp_path):
     """half_cheetah.xml's <compiler settotalmass> is deprecated in MuJoCo 4: unienv applies it after
-    compiling, so no warning is printed and no MUJOCO_LOG.TXT lands in the working directory."""
+    compiling, so no warning is printed and no MUJOCO_LOG.TXT lands in the working directory, on
+    the state path, in videos and through a camera (pixels)."""
     code = (
         "import unienv\n"
         "from unienv.dynamics.model import load_rigid_body_mjmodel\n"
@@ -201,6 +202,8 @@ def test_gymnasium_models_load_without_warning_or_log_file(tmp_path):
         "env.reset(seed=0); env.render()\n"
         "print(round(float(env.backend.info.body_mass.sum()), 9))\n"
         "load_rigid_body_mjmodel(env.task.scene)\n"
+        "pixels = unienv.make('half_cheetah', obs='pixels', num_envs=1)\n"  # the camera's own model
+        "pixels.reset(seed=0); pixels.close()\n"
     )
     done = _python_with_warnings_as_errors(code, tmp_path)
     assert done.stdout.strip() == "14.0"  # the total mass the file asks for

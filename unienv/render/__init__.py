@@ -39,6 +39,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from unienv.backends.scene import load_mjmodel
 from unienv.render.pool import RenderPool, View
 
 SKY = {"rgb1": (0.3, 0.5, 0.7), "rgb2": (0.0, 0.0, 0.0)}  # a gradient from blue at the zenith
@@ -238,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     task = task_class(args.task)()
     size = (args.width, args.height)
     options = {
-        "scene as written (MuJoCo's defaults)": (size, lambda: mujoco.MjModel.from_xml_path(task.scene)),
+        "scene as written (MuJoCo's defaults)": (size, lambda: load_mjmodel(task.scene)),
         "unienv's look (the default)": (size, lambda: dressed_model(task.scene)),
         "  + 4x multisampling": (size, lambda: dressed_model(task.scene, offsamples=4)),
         "  + floor reflectance 0.2": (size, lambda: dressed_model(task.scene, reflectance=0.2)),

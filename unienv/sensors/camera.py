@@ -25,6 +25,7 @@ import mujoco
 import numpy as np
 import torch
 
+from unienv.backends.scene import load_mjmodel
 from unienv.errors import ArgumentError, unknown_name
 from unienv.render.cameras import MODALITIES, camera_renderer
 from unienv.render.pool import View, check_size
@@ -131,7 +132,7 @@ class CameraSensor:
 
     def __init__(self, camera: Camera | Mapping | None, backend, render_threads: int | None = None):
         self.camera = Camera.of(camera)
-        model = mujoco.MjModel.from_xml_path(backend.scene)
+        model = load_mjmodel(backend.scene)  # no MuJoCo deprecation line, no MUJOCO_LOG.TXT
         view = resolve(self.camera, model)
         self.num_envs, self.device = backend.num_envs, backend.device
         self.renderer = camera_renderer(

@@ -19,9 +19,9 @@ import socket
 import sys
 import threading
 
-import mujoco
 import numpy as np
 
+from unienv.backends.scene import load_mjmodel
 from unienv.errors import ArgumentError
 from unienv.viewer.gate import Gate, check_viser
 
@@ -108,7 +108,7 @@ class Viewer:
 
         logging.getLogger("websockets").setLevel(logging.WARNING)  # no line per connection in the run's log
         self.options, self.env_ids = options, np.asarray(options.envs)
-        self.model = mujoco.MjModel.from_xml_path(env.task.scene)
+        self.model = load_mjmodel(env.task.scene)
         self.poses = scene.Poses(env.backend, self.model)
         self.server = viser.ViserServer(host=options.host, port=options.port, verbose=False)
         self.gate = Gate(self.server)  # before the first page can connect, its controls added below
