@@ -326,6 +326,60 @@ def test_entry_points_stay_thin():
             assert len(f.read().splitlines()) <= 150, name
 
 
+COMMAND_BOX = """(() => {
+  const labels = [...document.querySelectorAll('label, p, span')].map(e => e.innerText.trim());
+  const thumbs = [...document.querySelectorAll('[role=slider]')].map(t => ({
+    min: Number(t.getAttribute('aria-valuemin')), max: Number(t.getAttribute('aria-valuemax')),
+    now: Number(t.getAttribute('aria-valuenow'))}));
+  const apply = [...document.querySelectorAll('button')].some(b => b.innerText.trim() === 'Apply command');
+  return {labels, thumbs, apply};
+})()"""
+
+
+@pytest.mark.skipif(
+    browser.chromium() is None, reason="needs chromium (apt-get install chromium; .ci/run does)"
+)
+def test_the_pages_command_box_sets_the_envs_command(quadruped):
+    """In a real browser the page shows a slider per command the task declares, in its range, and
+    "Apply command"; a key press moves the first command's slider and a click applies it: the
+    viewer hands that command to the loop, which writes it into the shown env's task memory."""
+    from unienv.viewer.live import _write_command
+
+    commands = quadruped.task.deployment()["commands"]
+    viewer = Viewer(quadruped, check(Options(port=free_port(), envs=(2,)), quadruped.num_envs))
+    try:
+        with browser.devtools(f"http://127.0.0.1:{viewer.options.port}/", wait_s=15) as call:
+
+            def page(expression: str):
+                reply = call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+                return reply["result"].get("value")  # none for an expression of no value
+
+            box = page(COMMAND_BOX)
+            assert box["apply"] and all(name in box["labels"] for name in commands), box["labels"]
+            ranges = [(t["min"], t["max"]) for t in box["thumbs"]]
+            first = ranges.index(tuple(commands["lin_vel_x"]))
+            assert ranges[first : first + len(commands)] == [tuple(r) for r in commands.values()], ranges
+            page(f"document.querySelectorAll('[role=slider]')[{first}].focus()")
+            for kind in ("keyDown", "keyUp"):  # a trusted key press, as a user's
+                call("Input.dispatchKeyEvent", {"type": kind, "key": "ArrowRight", "code": "ArrowRight",
+                                                "windowsVirtualKeyCode": 39})  # fmt: skip
+            page(
+                "[...document.querySelectorAll('button')].find(b => b.innerText.trim() === 'Apply command').click()"
+            )
+            deadline, command = time.monotonic() + 10, None
+            while command is None and time.monotonic() < deadline:
+                command = viewer.take_command()
+                time.sleep(0.05)
+    finally:
+        viewer.close()
+    assert command == pytest.approx((0.05, 0.0, 0.0)), command  # one step (0.05) of vx from 0
+    before = np.array(quadruped._memory["command"], copy=True)
+    _write_command(quadruped, viewer.env_ids, command)
+    after = np.asarray(quadruped._memory["command"])
+    np.testing.assert_allclose(after[2], [0.05, 0.0, 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(np.delete(after, 2, 0), np.delete(before, 2, 0))
+
+
 def test_page_command_reaches_the_shown_envs_only(quadruped):
     from unienv.viewer.live import _write_command
 
