@@ -2,11 +2,14 @@
 that they cannot drift from it.
 
 - `<!-- perf-tables -->` becomes the benchmark tables of docs/bench/*.json (scripts/perf_table.py),
-  `<!-- peers-tables -->` those of docs/bench/peers/*.json (`python -m unienv.bench --peers`).
+  `<!-- robots-tables -->` those of docs/bench/robots/*.json, `<!-- peers-tables -->` the newest
+  run of docs/bench/peers/*.json (`python -m unienv.bench --peers`) and `<!-- pixels-tables -->`
+  that of docs/bench/pixels/*.json (`python -m unienv.bench pixels`).
 - `<!-- task: NAME -->` becomes the reference of task NAME: its Gymnasium id, spaces, the
   backend features it requires, its constructor options with their defaults (what `task.<option>=`
   sets on the command line), and its module docstring (reward terms, termination, parity; a
   velocity task's is its robot spec's).
+- `<!-- gallery -->` becomes the grid of task frames in docs/frames/ (scripts/gallery.py).
 - `<!-- velocity-robots -->`, `<!-- velocity-terms -->`, `<!-- velocity-task -->` become the
   table of the velocity task's robots (from their specs), the table of its reward terms (from
   their docstrings) and the task's own docstring.
@@ -96,10 +99,35 @@ def velocity_task() -> str:
     return "\n".join(["```text", inspect.cleandoc(task.__doc__), "```"])
 
 
+def gallery() -> str:
+    """The frames of docs/frames/ (scripts/gallery.py), one per task, in the registry's order, as a
+    grid of captioned images (raw HTML: the page is /gallery/, the frames /frames/)."""
+    from unienv.tasks import TASKS
+
+    found = {
+        os.path.basename(p)[: -len(".jpg")] for p in glob.glob(os.path.join(ROOT, "docs", "frames", "*.jpg"))
+    }
+    figures = [
+        f'<figure><img src="../frames/{name}.jpg" alt="{name}" loading="lazy"><figcaption><code>{name}</code></figcaption></figure>'
+        for name in TASKS
+        if name in found
+    ]
+    return "\n".join(['<div class="gallery">', *figures, "</div>"])
+
+
 GENERATED = {
     "velocity-robots": velocity_robots,
     "velocity-terms": velocity_terms,
     "velocity-task": velocity_task,
+    "gallery": gallery,
+}
+
+
+BENCH_TABLES = {  # marker -> (folder of docs/bench/ holding its runs' JSON, its renderer)
+    "perf-tables": ("", perf_table.render),
+    "robots-tables": ("robots", perf_table.render),
+    "peers-tables": ("peers", perf_table.render_peers),
+    "pixels-tables": ("pixels", perf_table.render_pixels),
 }
 
 
@@ -107,10 +135,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     for marker, make in GENERATED.items():
         if f"<!-- {marker} -->" in markdown:
             markdown = markdown.replace(f"<!-- {marker} -->", make())
-    if "<!-- perf-tables -->" in markdown:
-        runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", "*.json")))
-        markdown = markdown.replace("<!-- perf-tables -->", perf_table.render(runs))
-    if "<!-- peers-tables -->" in markdown:
-        runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", "peers", "*.json")))
-        markdown = markdown.replace("<!-- peers-tables -->", perf_table.render_peers(runs))
+    for marker, (folder, render) in BENCH_TABLES.items():
+        if f"<!-- {marker} -->" in markdown:
+            runs = sorted(glob.glob(os.path.join(ROOT, "docs", "bench", folder, "*.json")))
+            markdown = markdown.replace(f"<!-- {marker} -->", render(runs))
     return TASK.sub(lambda m: task_reference(m.group(1)), markdown)

@@ -2,6 +2,7 @@
 
     python scripts/perf_table.py docs/bench/*.json      # prints the tables
     python scripts/perf_table.py docs/bench/peers/*.json   # unienv beside Gymnasium and EnvPool
+    python scripts/perf_table.py docs/bench/pixels/*.json  # pixels beside dm_control
 
 One table per machine: the runs whose `meta.machine` (or, where absent, CPU threads and GPU)
 agree are one machine's, and each table gives the command and date that produced them.
@@ -110,12 +111,21 @@ def _pair(summary: dict | None) -> str:
     return "-" if summary is None else f"{summary['min']:.2f} / {summary['median']:.2f}"
 
 
+def latest(runs: list[dict]) -> list[dict]:
+    """Each machine's newest run, oldest machine first: the page gives the current figures (how
+    they moved is in the changelog and in git)."""
+    newest: dict[str, dict] = {}
+    for run in runs:
+        newest[_machine(run["meta"])] = run
+    return list(newest.values())
+
+
 def render_peers(paths: Iterable[str]) -> str:
-    """Each run of `python -m unienv.bench --peers --json PATH` as two tables: at one env, each
-    loop's step time over Gymnasium v5's; at N envs, unienv's env-steps/s over each peer's
-    (min / median over the run's rounds)."""
+    """Each machine's newest run of `python -m unienv.bench --peers --json PATH` as tables: at one
+    env, each loop's step time over Gymnasium v5's (and dm_control's); at N envs, unienv's
+    env-steps/s over each peer's (min / median over the run's rounds)."""
     out = []
-    for run in load(paths):
+    for run in latest(load(paths)):
         meta, rows = run["meta"], run["rows"]
         dmc = [r for r in rows if r.get("dmc")]
         one = [r for r in rows if r["num_envs"] == 1 and not r.get("dmc")]
@@ -167,8 +177,46 @@ def render_peers(paths: Iterable[str]) -> str:
     return "\n".join(out)
 
 
+def render_pixels(paths: Iterable[str]) -> str:
+    """Each machine's newest run of `python -m unienv.bench pixels --json PATH`: pixel env-steps/s
+    of dm_control's loop and unienv's, their ratio and the render's share of unienv's step; and
+    the resident memory each env adds, where the run measured it."""
+    out = []
+    for run in latest(load(paths)):
+        meta = run["meta"]
+        out += [
+            f"### {_machine(meta)}, {meta['date']}",
+            "",
+            f"`{meta['command']}`, `MUJOCO_GL={meta['mujoco_gl']}`, load average "
+            f"{meta['load_average']:.1f} at its start; the best of {meta['rounds']} rounds.",
+            "",
+            f"| {meta['task']}, envs | dm_control env-steps/s | unienv env-steps/s | unienv / dm_control "
+            "| render share of unienv's step |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['num_envs']} | {r['dm_control']:.1f} | {r['unienv']:.1f} | {r['unienv'] / r['dm_control']:.2f}x "
+            f"| {100 * r['render_share']:.0f}% |"
+            for r in run["rows"]
+        ]
+        memory = run.get("memory")
+        if memory:
+            out += [
+                "",
+                f"Resident memory each env adds: {memory['rss_per_env'] / 1e3:.0f} kB (its stack of frames: "
+                f"{memory['frame_bytes'] / 1e3:.1f} kB).",
+            ]
+        out.append("")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: python scripts/perf_table.py RUN.json [RUN.json ...]")
-    peers = [p for p in sys.argv[1:] if load([p])[0]["meta"].get("peers")]
-    print(render([p for p in sys.argv[1:] if p not in peers]) + render_peers(peers))
+    kinds: dict[str, list[str]] = {"bench": [], "peers": [], "pixels": []}
+    for p in sys.argv[1:]:
+        run = load([p])[0]
+        kinds[
+            "peers" if run["meta"].get("peers") else "pixels" if "mujoco_gl" in run["meta"] else "bench"
+        ].append(p)
+    print("\n".join([render(kinds["bench"]), render_peers(kinds["peers"]), render_pixels(kinds["pixels"])]))

@@ -95,3 +95,19 @@ def test_getting_started_shows_the_readmes_first_rollout():
 @pytest.mark.parametrize("path", ["README.md"])
 def test_the_readme_stays_short(path):
     assert len(_read(path).splitlines()) <= 200
+
+
+def test_the_performance_page_gives_current_figures_not_their_history():
+    """Its prose stays short and undated: every figure with a date comes from the generated
+    tables (docs/bench/ JSON), and how figures moved is the changelog's."""
+    prose, inside = [], False
+    for line in _read("docs/performance.md").splitlines():
+        if line.startswith("```"):
+            inside = not inside
+        elif line.strip() and not inside and not line.startswith(("|", "<!--", "#")):
+            prose.append(line)
+    assert len(prose) <= 150, len(prose)
+    dated = [line for line in prose if re.search(r"\b20\d\d-\d\d-\d\d\b", line)]
+    assert not dated, dated
+    for marker in ("peers-tables", "perf-tables", "robots-tables", "pixels-tables"):
+        assert f"<!-- {marker} -->" in _read("docs/performance.md")

@@ -58,3 +58,45 @@ def test_runs_of_one_machine_share_a_table_and_missing_values_print_as_a_dash(tm
         paths[-1].write_text(json.dumps({"meta": {**meta, "date": f"2026-01-0{i + 1}"}, "rows": [row]}))
     text = perf_table.render(map(str, paths))
     assert text.count("### ") == 1 and "90.0% / 80.0%" in text and "| - / - |" in text
+
+
+def test_peers_and_pixels_render_each_machines_newest_run(tmp_path):
+    """The page gives current figures: of two runs on one machine only the newer renders; a pixel
+    run renders its ratio, its render share and its memory line."""
+    meta = {"cpu_threads": 2, "gpu": None, "torch": "2", "torch_threads": 1, "rounds": 3, "peers": True}
+    for day, sps in (("01", 1000.0), ("02", 2000.0)):
+        row = {
+            "task": "ant",
+            "num_envs": 256,
+            "unienv_sps": sps,
+            "unienv_over_sync": {"min": 1.0, "median": 1.5},
+        }
+        (tmp_path / f"peers{day}.json").write_text(
+            json.dumps({"meta": {**meta, "date": f"2026-01-{day}", "command": f"peers {day}"}, "rows": [row]})
+        )
+    text = perf_table.render_peers(sorted(map(str, tmp_path.glob("peers*.json"))))
+    assert "2,000" in text and "1,000" not in text and "peers 02" in text and "peers 01" not in text
+    pixels = {
+        "meta": {"date": "2026-01-03", "task": "dmc_cheetah_run", "cpu_threads": 2, "gpu": None,
+                 "mujoco_gl": "egl", "load_average": 0.5, "rounds": 3, "command": "python -m unienv.bench pixels"},
+        "rows": [{"num_envs": 16, "dm_control": 40.0, "unienv": 60.0, "render_share": 0.99}],
+        "memory": {"rss_per_env": 64_000.0, "frame_bytes": 63_504},
+    }  # fmt: skip
+    (tmp_path / "pixels.json").write_text(json.dumps(pixels))
+    text = perf_table.render_pixels([str(tmp_path / "pixels.json")])
+    assert "| 16 | 40.0 | 60.0 | 1.50x | 99% |" in text and "64 kB" in text and "63.5 kB" in text
+
+
+def test_the_pixel_bench_writes_json_that_renders(tmp_path):
+    """`python -m unienv.bench pixels --json PATH` (one env, a short round, both loops real)."""
+    import pytest
+
+    pytest.importorskip("dm_control")
+    path = str(tmp_path / "pixels.json")
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["pixels", "--num-envs", "1", "--seconds", "0.05", "--rounds", "1", "--json", path])
+    finally:
+        torch.set_num_threads(threads)
+    text = perf_table.render_pixels([path])
+    assert "--json" in text and "| 1 |" in text

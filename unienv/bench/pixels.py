@@ -1,6 +1,6 @@
 """`python -m unienv.bench pixels`: a DMC task from pixels beside dm_control's own, in one run.
 
-    python -m unienv.bench pixels --task dmc_cheetah_run --num-envs 1 16 64
+    python -m unienv.bench pixels --task dmc_cheetah_run --num-envs 1 16 64 [--memory] [--json PATH]
 
 For each num_envs it times, interleaved in rounds (the best round of each counts):
 
@@ -13,7 +13,8 @@ and prints pixel env-steps/s (agent steps: one action, its repeats and one obser
 unienv/dm_control, and the render's share of unienv's step (the time its steps spent in the
 camera's renderer calls, over all its calls). `--memory` also measures the
 resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside the
-bytes its stack of frames holds. dm_control is driven on MuJoCo 4 through the test suite's
+bytes its stack of frames holds; `--json PATH` writes the rows, the memory and the machine (the
+performance page's tables, scripts/perf_table.py). dm_control is driven on MuJoCo 4 through the test suite's
 shim (its index names struct fields MuJoCo 4 removed).
 """
 
@@ -23,6 +24,7 @@ import argparse
 import datetime
 import gc
 import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -31,6 +33,7 @@ import torch
 
 import unienv
 from unienv.tasks import task_class
+from unienv.utils.files import write_json
 
 SIZE, FRAMES, REPEAT = 84, 3, 2  # DrQ-v2's
 
@@ -150,13 +153,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--seconds", type=float, default=2.0, help="per loop per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", action="store_true", help="also measure resident memory per env")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows to PATH as JSON")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cores = len(os.sched_getaffinity(0))
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "task": args.task,
+        "cpu_threads": cores,
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "mujoco_gl": os.environ.get("MUJOCO_GL"),
+        "load_average": os.getloadavg()[0],
+        "rounds": args.rounds,
+        "command": " ".join(["python -m unienv.bench pixels", *(sys.argv[2:] if argv is None else argv)]),
+    }
     print(
         f"{args.task} from pixels ({SIZE}x{SIZE}, {FRAMES} frames, action repeat {REPEAT}), "
-        f"{datetime.date.today()}, {cores} cores, MUJOCO_GL={os.environ.get('MUJOCO_GL')}, "
-        f"load average {os.getloadavg()[0]:.1f}"
+        f"{meta['date'][:10]}, {cores} cores, MUJOCO_GL={meta['mujoco_gl']}, "
+        f"load average {meta['load_average']:.1f}"
     )
     print(f"{'envs':>5} {'dm_control':>11} {'unienv':>9} {'ratio':>6} {'render share':>13}   (env-steps/s)")
     rows = []
@@ -177,11 +191,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
             f"{n:>5} {row['dm_control']:>11.1f} {row['unienv']:>9.1f} {row['unienv'] / row['dm_control']:>5.2f}x "
             f"{100 * row['render_share']:>12.0f}%"
         )
+    memory = None
     if args.memory:
         memory = memory_per_env(args.task)
         print(
             f"resident memory per env: {memory['rss_per_env'] / 1e3:.0f} kB, its frames "
             f"{memory['frame_bytes'] / 1e3:.1f} kB ({memory['rss_per_env'] / memory['frame_bytes']:.2f}x)"
         )
-        rows.append(memory)
-    return rows
+    if args.json:
+        write_json(args.json, {"meta": meta, "rows": rows, "memory": memory}, indent=1)
+    return rows if memory is None else [*rows, memory]
