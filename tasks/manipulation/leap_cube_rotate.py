@@ -114,7 +114,7 @@ class LeapCubeRotate(Task):
     sim_dt, decimation = 0.01, 5
     root_body = "palm"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (16,), np.float32)
-    camera = {"distance": 0.5, "azimuth": 120.0, "elevation": -30.0, "lookat": (0.1, 0.0, 0.0)}
+    camera = {"distance": 0.4, "azimuth": 120.0, "elevation": -30.0, "lookat": (0.1, 0.0, 0.0)}
     requires = ("body_views",)
     arrays = "any"
     Options = LeapCubeRotateOptions

@@ -136,7 +136,7 @@ class PandaLift(Task):
     sim_dt, decimation = 0.005, 4
     root_body = "link1"
     single_action_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    camera = {"distance": 1.5, "azimuth": 135.0, "elevation": -12.0, "lookat": (0.45, 0.0, 0.25)}
+    camera = {"distance": 1.15, "azimuth": 135.0, "elevation": -12.0, "lookat": (0.45, 0.0, 0.25)}
     requires = ("body_views", "site_jacobian", "mocap")
     arrays = "any"
     Options = PandaLiftOptions

@@ -48,5 +48,5 @@ BARKOUR = RobotSpec(
     command_ranges={"lin_vel_x": (-0.6, 1.5), "lin_vel_y": (-0.8, 0.8), "ang_vel_yaw": (-0.7, 0.7)},
     air_time_threshold=0.1,
     only_positive_rewards=True,
-    camera={"distance": 1.5, "azimuth": 135.0, "elevation": -20.0, "track_body": "torso"},
+    camera={"distance": 1.3, "azimuth": 135.0, "elevation": -20.0, "track_body": "torso"},
 )

@@ -103,7 +103,7 @@ G1 = RobotSpec(
     only_positive_rewards=True,
     foot_height=0.04,  # the ankle roll link's origin above the ground in the default stance
     gait_offsets=(0.0, 0.5),  # left, right: alternating (the gait clock is off unless gait_frequency > 0)
-    camera={"distance": 3.0, "azimuth": 135.0, "elevation": -15.0, "track_body": "pelvis"},
+    camera={"distance": 1.8, "azimuth": 135.0, "elevation": -15.0, "track_body": "pelvis"},
     buffers=(G1_NJMAX, G1_NCONMAX),
     refused={"genesis": "contact pairs"},
 )

@@ -54,5 +54,5 @@ GO1 = RobotSpec(
     gait_frequency=2.0,
     tracking_sigma=0.1,
     only_positive_rewards=True,
-    camera={"distance": 1.5, "azimuth": 135.0, "elevation": -20.0, "track_body": "trunk"},
+    camera={"distance": 1.1, "azimuth": 135.0, "elevation": -20.0, "track_body": "trunk"},
 )

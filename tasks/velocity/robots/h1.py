@@ -75,5 +75,5 @@ H1 = RobotSpec(
     reset_noise_scale=0.05,
     air_time_threshold=0.4,
     only_positive_rewards=True,
-    camera={"distance": 3.5, "azimuth": 135.0, "elevation": -15.0, "track_body": "pelvis"},
+    camera={"distance": 2.4, "azimuth": 135.0, "elevation": -15.0, "track_body": "pelvis"},
 )

@@ -29,5 +29,5 @@ QUADRUPED = RobotSpec(
     action_scale=0.5,
     base_height_target=0.30,
     weights=WEIGHTS,
-    camera={"distance": 2.0, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"},
+    camera={"distance": 1.1, "azimuth": 135.0, "elevation": -20.0, "track_body": "base"},
 )
