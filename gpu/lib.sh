@@ -46,7 +46,9 @@ else
 fi
 TASKS="${TASKS:-cartpole ant}"
 TRAIN_TASK="${TRAIN_TASK:-quadruped}"
-TRAIN_ITERATIONS="${TRAIN_ITERATIONS:-2000}" # a cap; the time budget ends training first
+TRAIN_PRESET="${TRAIN_PRESET:-ppo_$TRAIN_TASK}" # or the off-policy learner's, e.g. crossq_go1
+TRAIN_OVERRIDES="${TRAIN_OVERRIDES:-}" # more train.py options, space-separated (train.loop.batch_size=4096 ...)
+TRAIN_ITERATIONS="${TRAIN_ITERATIONS:-2000}" # PPO's cap; the time budget ends training first
 # each step's time limit (seconds): a call runs at most 600 s, so steps sharing a call must fit in it
 CONTRACT_LIMIT="${CONTRACT_LIMIT:-300}"
 BENCH_LIMIT="${BENCH_LIMIT:-240}"
@@ -236,15 +238,18 @@ sys.exit(0 if rows else "bench: no rows")
 EOF
 }
 
-# train ENGINE [HYDRA_OVERRIDES...]: train.py (rsl_rl PPO) on $TRAIN_TASK for $TRAIN_SECONDS; its curve,
-# summary and evaluation in train_ENGINE.json, the policy in policy_ENGINE.safetensors
+# train ENGINE [HYDRA_OVERRIDES...]: train.py with $TRAIN_PRESET (rsl_rl PPO on $TRAIN_TASK, or the
+# off-policy learner's preset) for $TRAIN_SECONDS; its curve, summary and evaluation in
+# train_ENGINE.json, the policy in policy_ENGINE.safetensors
 train() {
-  local engine=$1 name="train_$1"
+  local engine=$1 name="train_$1" cap=()
   shift
-  step "$name" "$TRAIN_LIMIT" "$PY" -P train.py "train=ppo_$TRAIN_TASK" "backend=$engine" "device=$DEVICE" \
-    "num_envs=$TRAIN_ENVS" "train.iterations=$TRAIN_ITERATIONS" "train.max_seconds=$TRAIN_SECONDS" \
+  [[ "$TRAIN_PRESET" == ppo_* ]] && cap=("train.iterations=$TRAIN_ITERATIONS")
+  # shellcheck disable=SC2086  # TRAIN_OVERRIDES: options separated by spaces
+  step "$name" "$TRAIN_LIMIT" "$PY" -P train.py "train=$TRAIN_PRESET" "backend=$engine" "device=$DEVICE" \
+    "num_envs=$TRAIN_ENVS" "${cap[@]}" "train.max_seconds=$TRAIN_SECONDS" \
     "train.eval_steps=$TRAIN_EVAL_STEPS" "train.policy_path=$OUT/policy_$engine.safetensors" \
-    "train.metrics_path=$OUT/$name.json" "hydra.run.dir=$WORK/$name" "$@"
+    "train.metrics_path=$OUT/$name.json" "hydra.run.dir=$WORK/$name" $TRAIN_OVERRIDES "$@"
   sed -i 's/\x1b\[[0-9;]*m//g' "$OUT/$name.log"
   report "$name" "$OUT/$name.json" "$OUT/policy_$engine.safetensors" << 'EOF'
 import json, os, statistics, sys
@@ -254,9 +259,12 @@ if not curve or s is None or not os.path.exists(sys.argv[2]):
     sys.exit(f"train: incomplete ({len(curve)} iterations logged, summary {s is not None}, policy {os.path.exists(sys.argv[2])})")
 returns = [r["mean_return"] for r in curve if r["mean_return"] is not None]
 k = max(1, min(5, len(returns) // 10))
-print(f"train: {m['task']} on {m['backend']} x{m['num_envs']}: {s['iterations']} iterations ({s['stopped_by']}), "
-      f"{s['env_steps']:,} env steps in {s['train_seconds']:.0f} s, {s['steps_per_s']:,.0f} steps/s; "
-      f"collection {statistics.median(r['collect_steps_per_s'] for r in curve):,.0f} steps/s (median)")
+rate = s["env_steps"] / max(s["train_seconds"], 1e-9)
+done = f"{s['iterations']} iterations" if "iterations" in s else f"{s['updates']:,} updates"  # PPO, off-policy
+collect = [r["collect_steps_per_s"] for r in curve if "collect_steps_per_s" in r]
+collect = f"; collection {statistics.median(collect):,.0f} steps/s (median)" if collect else ""
+print(f"train: {m['task']} on {m['backend']} x{m['num_envs']}: {done} ({s['stopped_by']}), "
+      f"{s['env_steps']:,} env steps in {s['train_seconds']:.0f} s, {rate:,.0f} steps/s{collect}")
 print(f"  return (last 100 episodes): first {[round(r, 2) for r in returns[:k]]}, last {[round(r, 2) for r in returns[-k:]]}")
 errors = {k: e["gait"][k] for k in ("lin_vel_error", "yaw_rate_error") if k in e.get("gait", {})}
 print(f"  eval: {e.get('episodes')} episodes, return {e.get('return_mean')}, length {e.get('length_mean')}, {errors}")
