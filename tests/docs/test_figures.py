@@ -1,0 +1,33 @@
+"""scripts/compare_runs.py, the laptop page's learning curves: runs grouped by label, over
+wall-clock minutes, from the runs' own metrics.json (here written as train.py writes its rows)."""
+
+import json
+import os
+import sys
+
+from tests.docs.examples import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import compare_runs  # noqa: E402
+
+
+def _run(folder, seconds, errors):
+    folder.mkdir()
+    rows = [
+        {"env_steps": 1000 * (i + 1), "seconds": s, "mean_return": 10.0 * i, "episode": {"lin_vel_error": e}}
+        for i, (s, e) in enumerate(zip(seconds, errors, strict=True))
+    ]
+    (folder / "metrics.json").write_text(json.dumps({"curve": rows}))
+    return str(folder)
+
+
+def test_runs_are_drawn_by_label_with_their_velocity_error(tmp_path, capsys):
+    a = _run(tmp_path / "a", [60, 120, 180], [0.5, 0.2, 0.1])
+    b = _run(tmp_path / "b", [70, 130, 170], [0.4, 0.3, None])  # a row without the metric
+    c = _run(tmp_path / "c", [60, 200], [0.6, 0.5])
+    out = tmp_path / "curves.png"
+    compare_runs.main([f"crossq={a},{b}", f"sac={c}", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "crossq" in printed and "sac" in printed and "3,000 env steps in 3.0 min" in printed
+    assert out.stat().st_size > 10_000
