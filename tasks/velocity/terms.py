@@ -14,7 +14,8 @@ root's linear and angular velocity and gravity, in its frame), `rot` (its rotati
 `base_contact` and `foot_contact`. What only some terms need is read by name, once per step,
 where a chosen term asks for it (`@term(reads=...)`), by the readers in READS:
 
-    feet    foot_pos, foot_vel (N, F, 3): the feet bodies' positions and linear velocities (world)
+    feet    foot_pos, foot_vel (N, F, 3): the feet bodies' positions and linear velocities (world);
+            foot_gravity (N, F, 3): the world's -z in each foot body's frame
     torso   torso_gravity (N, 3): the world's -z in the frame of the robot's torso body
 
 Adding a term: one function here with `@term` (and its reads), and its name and weight in a
@@ -49,10 +50,10 @@ def read_feet(t, backend) -> dict:
     """The feet's contact points (the spec's foot_point in each foot body) and the bodies' velocities."""
     xp, views = t.xp, backend.get_body_views(t.feet_ids)
     pos = xp.asarray(views.pos)
+    rot = rotation_matrix(xp, xp.asarray(views.quat).reshape(-1, 4)).reshape(*pos.shape[:2], 3, 3)
     if t.foot_point is not None:  # the point's offset turned into the world frame
-        rot = rotation_matrix(xp, xp.asarray(views.quat).reshape(-1, 4)).reshape(*pos.shape[:2], 3, 3)
         pos = pos + (rot * t.foot_point).sum(-1)
-    return {"foot_pos": pos, "foot_vel": xp.asarray(views.lin_vel)}
+    return {"foot_pos": pos, "foot_vel": xp.asarray(views.lin_vel), "foot_gravity": -rot[..., 2, :]}
 
 
 def read_torso(t, backend) -> dict:
@@ -137,6 +138,14 @@ def action_rate(t, s, prev, action, memory):
 
 
 @term
+def pose(t, s, prev, action, memory):
+    """Sum of the squared joint offsets from the default pose (rad^2): a humanoid's arms and waist
+    kept near their stance while its legs walk (mjlab's G1 pose term, without its per-joint
+    widths)."""
+    return t.xp.square(s["q"] - t.default_q).sum(1)
+
+
+@term
 def joint_limits(t, s, prev, action, memory):
     """How far each joint is outside [t.q_low, t.q_high] (rad: a soft range inside the model's),
     summed."""
@@ -163,6 +172,13 @@ def feet_air_time(t, s, prev, action, memory):
 def feet_slip(t, s, prev, action, memory):
     """Squared planar speed of the feet that touch the ground, summed: a stance foot sliding."""
     return (t.xp.square(s["foot_vel"][..., :2]).sum(2) * s["foot_contact"]).sum(1)
+
+
+@term(reads=("feet",))
+def feet_flat(t, s, prev, action, memory):
+    """The feet's tilt: the squared xy of gravity in each foot body's frame, summed over the feet
+    (0 with soles level; FastSAC's foot orientation term, arXiv 2512.01996)."""
+    return t.xp.square(s["foot_gravity"][..., :2]).sum((1, 2))
 
 
 @term(reads=("feet",))

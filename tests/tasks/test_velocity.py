@@ -36,6 +36,7 @@ def _context(rng):
         "foot_pos": rng.normal(size=(N, 2, 3)),
         "foot_vel": rng.normal(size=(N, 2, 3)),
         "torso_gravity": rng.normal(size=(N, 3)),
+        "foot_gravity": rng.normal(size=(N, 2, 3)),
     }
     memory = {
         "command": rng.normal(size=(N, 3)),
@@ -75,6 +76,30 @@ def test_terms_give_what_their_docstrings_say():
     assert np.allclose(TERMS["gait"](t, s, s, None, memory), 1.0)
     s["foot_contact"][:, 0], s["foot_pos"][:, 1, 2] = False, t.foot_height + t.swing_height / 2
     assert np.allclose(TERMS["gait"](t, s, s, None, memory), 0.25)  # (0 + 0.5) / 2
+    s["foot_gravity"][:] = (0.0, 0.0, -1.0)  # soles level
+    assert np.array_equal(TERMS["feet_flat"](t, s, s, None, memory), np.zeros(N))
+    s["foot_gravity"][:, 1] = (0.0, np.sin(0.2), -np.cos(0.2))  # the right sole rolled 0.2 rad
+    assert np.allclose(TERMS["feet_flat"](t, s, s, None, memory), np.sin(0.2) ** 2)
+    s["q"] = np.tile(t.default_q + np.array([0.1, -0.2, 0.0]), (N, 1))  # 0.01 + 0.04 off the stance
+    assert np.allclose(TERMS["pose"](t, s, s, None, memory), 0.05)
+
+
+def test_the_feet_reading_gives_each_soles_tilt():
+    """feet_flat reads the feet bodies' orientation: level soles in the G1's stance (hip pitch,
+    knee and ankle pitch sum to -0.006 rad), tilted by the reset noise of the joints above them."""
+    options = {"reward_weights": {"feet_flat": -1.0}, "reset_noise_scale": 0.0}
+    env = unienv.make("g1_velocity", num_envs=2, seed=0, task_options=options)
+    try:
+        env.reset()
+        s = env.task.read(env.backend)
+        tilt = np.arccos(np.clip(-np.asarray(s["foot_gravity"])[..., 2], -1, 1))
+        assert s["foot_gravity"].shape == (2, 2, 3) and np.allclose(tilt, 0.006, atol=1e-3)
+        env.task.reset_noise_scale = 0.1
+        env.reset(seed=1)
+        tilt = np.arccos(np.clip(-np.asarray(env.task.read(env.backend)["foot_gravity"])[..., 2], -1, 1))
+        assert (tilt > 0.01).any()
+    finally:
+        env.close()
 
 
 def test_an_unknown_term_is_refused_in_one_line_with_the_closest():
