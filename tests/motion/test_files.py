@@ -223,3 +223,61 @@ def test_evaluate_plays_a_policy_on_the_clip_it_was_trained_on(tmp_path, capsys)
     assert np.isfinite(result["body_pos_error_m"])
     tool.evaluate("zero", None, num_envs=2, steps=3, seed=0)  # no policy file: the squat
     assert "g1_tracking (squat)" in capsys.readouterr().out
+
+
+def _g1_policy(tmp_path, task="g1_velocity", options=None):
+    """A G1 policy file whose actor outputs zero (the stance's targets): it stands about 1.3 s."""
+    import torch
+
+    import unienv
+    from unienv.training.policy import save_policy
+
+    env = unienv.make(task, num_envs=1, task_options=options or {})
+    n_obs, n_act = env.single_observation_space.shape[0], env.single_action_space.shape[0]
+    actor = torch.nn.Sequential(torch.nn.Linear(n_obs, n_act), torch.nn.Tanh())
+    torch.nn.init.zeros_(actor[0].weight), torch.nn.init.zeros_(actor[0].bias)
+    path = str(tmp_path / f"{task}.safetensors")
+    save_policy(path, actor, env, backend="mujoco")
+    env.close()
+    return path
+
+
+def test_record_writes_a_policys_rollout_as_the_motion_it_played(tmp_path, model):
+    """`motion record`: the frames are the env's states from --skip on, at 50 fps, on the policy
+    file's own options (here a reset without noise: the stance, then sinking as it starts to tip)."""
+    policy = _g1_policy(tmp_path, options={"reset_noise_scale": 0.0})
+    out = str(tmp_path / "stand.npz")
+    assert tool.main(["record", policy, "--seconds", "0.4", "--skip", "0.2", "-o", out]) == 0
+    m = load(out)
+    assert m.frames == 21 and m.fps == 50.0 and "g1_velocity" in m.source
+    import torch
+
+    import unienv
+
+    env = unienv.make("g1_velocity", num_envs=1, task_options={"reset_noise_scale": 0.0})
+    env.reset(seed=0)
+    played = []
+    for _ in range(30):  # the zero action, as the file's actor gives it
+        env.step(torch.zeros(1, 29))
+        played.append(np.asarray(env.backend.get_state_views()["qpos"])[0, 7:].copy())
+    env.close()
+    np.testing.assert_allclose(m.joint_pos, played[9:], atol=1e-6)  # after step 10 (0.2 s) on
+    assert not np.allclose(m.joint_pos[0], m.joint_pos[-1], atol=1e-3)  # the robot moved
+    assert 0.5 < m.body_pos[:, 0, 2].min() and m.body_pos[:, 0, 2].max() < 0.8
+
+
+def test_record_refuses_a_rollout_that_falls_or_a_policy_of_another_robot(tmp_path):
+    policy = _g1_policy(tmp_path)
+    out = tmp_path / "fall.npz"
+    with pytest.raises(
+        ArgumentError, match=r"the episode fell at \d\.\d+ s, before the 6 s to record; nothing written"
+    ):
+        tool.record(policy, 4.0, 2.0, 0, str(out))
+    assert not out.exists()
+    with pytest.raises(ArgumentError, match=r"--seconds: expected seconds in \[0.02, 600\], got nan"):
+        tool.record(policy, float("nan"), 2.0, 0, str(out))
+    with pytest.raises(ArgumentError, match="is not a G1 task"):
+        tool.record("go1_trot", 1.0, 0.0, 0, str(out))
+    with pytest.raises(ArgumentError, match="expected a G1 policy file"):
+        tool.record("zero", 1.0, 0.0, 0, str(out))
+    assert not out.exists() and os.listdir(tmp_path) == ["g1_velocity.safetensors"]
