@@ -105,6 +105,13 @@ def yaw_turn(xp, c, s, v):
     return xp.stack((c * v[..., 0] - s * v[..., 1], s * v[..., 0] + c * v[..., 1], v[..., 2]), -1)
 
 
+def yaw_quat(xp, ch, sh, q):
+    """wxyz quaternions q (..., 4) turned about the world's z by the angles of half-angle cosines
+    ch and sines sh: qz * q."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return xp.stack((ch * w - sh * z, ch * x - sh * y, ch * y + sh * x, ch * z + sh * w), -1)
+
+
 def angle_between(xp, a, b):
     """Rotation angle (rad) between wxyz quaternions a and b (..., 4): 2 atan2(|v|, |w|) of a* b,
     whose vector part is a_w b_v - b_w a_v - a_v x b_v (by components: elementwise, no gathers)."""
@@ -194,6 +201,12 @@ class G1Tracking(Task):
         rot = rotation_matrix(np, quat[:, ANCHOR])  # per frame, once: the reference anchor's
         self.ref_rot, self.ref_gravity_z = self.array(rot), self.array(rot[:, 2, 2])
         self.ref_yaw = self.array(np.arctan2(rot[:, 1, 0], rot[:, 0, 0]))
+        # a clip that ends elsewhere than it starts (a walk) goes on from where it ended: each
+        # wrap moves the env's clip frame in the world (memory["origin"]: x, y, yaw) so that the
+        # first frame's anchor lies where the last one's was, turned by the clip's change of heading
+        yaws = np.arctan2(rot[[0, -1], 1, 0], rot[[0, -1], 0, 0])
+        self.loop_yaw = float(yaws[1] - yaws[0])
+        self.loop_first, self.loop_last = (pos[i, ANCHOR, :2].tolist() for i in (0, -1))
         self.q_idx, self.v_idx = self.xp.asarray(self.q_idx), self.xp.asarray(self.v_idx)
         self.bins = int(m.frames // m.fps) + 1
         self.failures = self.xp.zeros((self.bins,), self.dtype)
@@ -236,22 +249,40 @@ class G1Tracking(Task):
         yaw = xp.arctan2(2 * x * y + 2 * w * z, w * w + x * x - y * y - z * z) - self.ref_yaw[frame]
         c, sn = xp.cos(yaw)[:, None], xp.sin(yaw)[:, None]
         origin = xp.concat((s["pos"][:, a, :2], pos[:, a, 2:]), 1)[:, None]
-        ch, sh = xp.cos(yaw / 2)[:, None], xp.sin(yaw / 2)[:, None]
-        w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
-        turned = xp.stack((ch * w - sh * z, ch * x - sh * y, ch * y + sh * x, ch * z + sh * w), -1)
+        turned = yaw_quat(xp, xp.cos(yaw / 2)[:, None], xp.sin(yaw / 2)[:, None], quat)
         v, b = yaw_turn(xp, c, sn, vectors), len(BODIES)
         return {"world_pos": pos, "world_quat": quat, "pos": origin + v[:, :b], "quat": turned,
                 "lin": v[:, b : 2 * b], "ang": v[:, 2 * b :]}  # fmt: skip
+
+    def in_world(self, origin, pos, quat):
+        """Positions (N, 3) and wxyz quaternions (N, 4) of the clip placed at each env's origin
+        (N, 3: x, y, yaw; zeros until the clip first wraps)."""
+        xp, yaw = self.xp, origin[:, 2:3]
+        moved = yaw_turn(xp, xp.cos(yaw), xp.sin(yaw), pos[:, None])[:, 0]
+        shift = xp.concat((origin[:, :2], xp.zeros_like(yaw)), 1)
+        half = origin[:, 2] / 2
+        return moved + shift, yaw_quat(xp, xp.cos(half), xp.sin(half), quat)
+
+    def looped(self, origin, wrapped):
+        """The origins after the frame (N,) where `wrapped` went back to the clip's first."""
+        xp, yaw = self.xp, origin[:, 2:3]
+        (x, y), (fx, fy) = self.loop_last, self.loop_first
+        c, s, turned = xp.cos(yaw), xp.sin(yaw), yaw + self.loop_yaw
+        c2, s2 = xp.cos(turned), xp.sin(turned)
+        step = xp.concat((c * x - s * y - (c2 * fx - s2 * fy), s * x + c * y - (s2 * fx + c2 * fy)), 1)
+        return xp.where(wrapped[:, None], xp.concat((origin[:, :2] + step, turned), 1), origin)
 
     def frame(self, memory, ahead=0):
         return self.xp.astype(memory["frame"] + ahead, self.xp.int64) % len(self.ref_q)
 
     def observe(self, s, memory):
         xp, f = self.xp, self.frame(memory)
-        a, rot_m = ANCHOR, self.ref_rot[f]
-        rot_r = rotation_matrix(xp, s["quat"][:, a])
-        ref_anchor = to_body(self.ref_pos[f][:, a] - s["pos"][:, a], rot_r)
-        relative = [to_body(rot_m[:, :, i], rot_r) for i in (0, 1)]
+        a, yaw = ANCHOR, memory["origin"][:, 2:3]
+        anchor = self.in_world(memory["origin"], self.ref_pos[f][:, a], self.ref_quat[f][:, a])[0]
+        rot_r, rot_m = rotation_matrix(xp, s["quat"][:, a]), self.ref_rot[f]
+        ref_anchor = to_body(anchor - s["pos"][:, a], rot_r)
+        columns = (yaw_turn(xp, xp.cos(yaw), xp.sin(yaw), rot_m[:, None, :, i])[:, 0] for i in (0, 1))
+        relative = [to_body(column, rot_r) for column in columns]
         future = [self.ref_q[self.frame(memory, k + 1)] - self.default_q for k in range(self.future_frames)]
         return xp.concat(
             (self.ref_q[f] - self.default_q, JOINT_VEL_SCALE * self.ref_qd[f], ref_anchor, *relative, *future,
@@ -261,9 +292,12 @@ class G1Tracking(Task):
         """Squared tracking errors (N, 6) in the order of `terms`, against the target frame."""
         xp, a, ref = self.xp, ANCHOR, self.target(s, self.frame(memory))
         sq = lambda d: xp.square(d).sum(-1)  # noqa: E731
+        anchor_pos, anchor_quat = self.in_world(
+            memory["origin"], ref["world_pos"][:, a], ref["world_quat"][:, a]
+        )
         return xp.stack((
-            sq(s["pos"][:, a] - ref["world_pos"][:, a]),
-            xp.square(angle_between(xp, s["quat"][:, a], ref["world_quat"][:, a])),
+            sq(s["pos"][:, a] - anchor_pos),
+            xp.square(angle_between(xp, s["quat"][:, a], anchor_quat)),
             sq(s["pos"] - ref["pos"]).mean(1),
             xp.square(angle_between(xp, s["quat"], ref["quat"])).mean(1),
             sq(s["lin"] - ref["lin"]).mean(1),
@@ -289,12 +323,22 @@ class G1Tracking(Task):
         )
 
     def ghost_qpos(self, memory):
-        """Videos draw the reference frame that the robot's state is scored against."""
-        return self.ref_qpos[self.frame(memory, -1)]
+        """Videos draw the reference frame that the robot's state is scored against, where it is
+        (just after a wrap: the first frame, which the new origin puts where the last one was)."""
+        f = self.xp.where(memory["frame"] == 0, 0, self.frame(memory, -1))
+        qpos = self.xp.copy(self.ref_qpos[f])
+        qpos[:, :3], qpos[:, 3:7] = self.in_world(memory["origin"], qpos[:, :3], qpos[:, 3:7])
+        return qpos
 
     def remember(self, s, action, memory):
         frame = (memory["frame"] + 1.0) % len(self.ref_q)
-        return {"frame": frame, "steps": memory["steps"] + 1.0, "last_action": self.xp.copy(action)}
+        origin = self.looped(memory["origin"], frame == 0)
+        return {
+            "frame": frame,
+            "steps": memory["steps"] + 1.0,
+            "last_action": self.xp.copy(action),
+            "origin": origin,
+        }
 
     def on_reset(self, mask, s, memory):
         """Failures (episodes ended before the time limit) counted into their phase's bin."""
@@ -317,8 +361,13 @@ class G1Tracking(Task):
         f = xp.astype(frame, xp.int64)
         qpos, noise = xp.copy(self.ref_qpos[f]), self.reset_noise_scale
         qpos[:, self.q_idx] += rng.uniform((29,), -noise, noise, dtype=self.dtype)
-        zeros = xp.zeros((rng.rows, 30), self.dtype)
-        memory = {"frame": (frame + 1.0) % len(self.ref_q), "steps": zeros[:, 0], "last_action": zeros[:, 1:]}
+        zeros = xp.zeros((rng.rows, 33), self.dtype)
+        memory = {
+            "frame": (frame + 1.0) % len(self.ref_q),
+            "steps": zeros[:, 0],
+            "last_action": zeros[:, 1:30],
+        }
+        memory["origin"] = zeros[:, 30:]  # the clip where it starts until it wraps
         return qpos, xp.copy(self.ref_qvel[f]), memory
 
     def reset_state(self, env_ids, rng):

@@ -206,3 +206,38 @@ def test_videos_draw_the_reference_as_a_translucent_ghost(built):
         assert colour[2] > colour[0] and 0.0 < GHOST_RGBA[3] < 1.0  # blue over the floor, translucent
     finally:
         renderer.close()
+
+
+def test_a_clip_that_moves_goes_on_from_where_it_ended(tmp_path, built):
+    """A walking clip loops on from its end, not back to its start: a 2 s clip of the stance
+    gliding forward at 0.5 m/s while turning at 0.3 rad/s, replayed where the task places it,
+    tracks with no error across each wrap, its anchor's path continuous (no step longer than the
+    clip's own), and each wrap turns it by the clip's 0.6 rad."""
+    from unienv.motion.convert import from_frames
+
+    model = __import__("mujoco").MjModel.from_xml_path(G1Tracking().scene)
+    t = np.arange(101) / 50.0
+    yaw = 0.3 * t
+    root = np.stack((0.5 * np.sin(yaw) / 0.3, 0.5 * (1 - np.cos(yaw)) / 0.3, np.full_like(t, 0.76)), 1)
+    quat = np.stack((np.cos(yaw / 2), 0 * t, 0 * t, np.sin(yaw / 2)), 1)
+    joints = np.tile(model.key("default").qpos[7:], (len(t), 1))
+    path = str(tmp_path / "glide.npz")
+    from_frames(model, root, quat, joints, 50.0).save(path)
+    task, backend = built("mujoco", motion=path)
+    memory, s = _start(task, backend)
+    zero, anchors, wraps = task.xp.zeros((N, 29), task.dtype), [], np.zeros(N)
+    for _ in range(round(2.5 * len(task.ref_q))):
+        qpos = np.copy(task.ref_qpos[task.frame(memory)])
+        qpos[:, :3], qpos[:, 3:7] = task.in_world(memory["origin"], qpos[:, :3], qpos[:, 3:7])
+        backend.set_state_tensor(
+            torch.arange(N), torch.as_tensor(qpos), torch.as_tensor(task.ref_qvel[task.frame(memory)])
+        )
+        s = task.read(backend)
+        assert np.asarray(task.errors(s, memory))[:, :2].max() < 1e-20  # the anchor where the clip says
+        anchors.append(np.asarray(s["pos"])[:, 7, :2].copy())
+        memory = task.remember(s, zero, memory)
+        wraps += np.asarray(memory["frame"]) == 0
+    steps = np.linalg.norm(np.diff(anchors, axis=0), axis=-1)
+    assert steps.max() < 0.5 * 0.02 * 1.5  # at most the clip's own speed, with margin: no jump back
+    assert (wraps >= 2).all()
+    np.testing.assert_allclose(memory["origin"][:, 2], wraps * 0.6, atol=1e-9)  # 0.6 rad a loop
