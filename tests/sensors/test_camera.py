@@ -22,6 +22,7 @@ import torch
 import unienv
 from unienv import backends
 from unienv.errors import ArgumentError, UnknownNameError
+from unienv.render.cameras import MODALITIES
 from unienv.render.pool import headless_gl
 from unienv.sensors import Camera, CameraSensor
 from unienv.tasks import task_class
@@ -89,11 +90,14 @@ def test_rgb_equals_dm_control_pixel_for_pixel_and_depth_mujocos(name):
 
 
 def test_the_learning_look_is_mujocos_renderer_without_shadows_reflections_multisampling():
+    """Its RGB is MuJoCo's renderer with those three switched off; its depth and geom ids are the
+    scene look's."""
     physics = dm_physics("cheetah", "run")
     images = {}
     with backend_at("dmc_cheetah_run", physics.data.qpos.copy(), 1) as backend:
         for look in ("scene", "learning"):
-            sensor = CameraSensor(Camera(channels_first=False, look=look), backend, 1)
+            camera = Camera(channels_first=False, modalities=MODALITIES, look=look)
+            sensor = CameraSensor(camera, backend, 1)
             images[look] = sensor.empty(1)
             sensor.render(images[look])
             sensor.close()
@@ -111,6 +115,8 @@ def test_the_learning_look_is_mujocos_renderer_without_shadows_reflections_multi
     np.testing.assert_array_equal(images["learning"]["rgb"][0].numpy(), reference)
     differ = (images["learning"]["rgb"] != images["scene"]["rgb"]).any(-1).float().mean()
     assert differ > 0.05  # the shadow, the floor's reflection, the edges
+    for modality in ("depth", "segmentation"):  # drawn in their own pass, whatever the look
+        assert torch.equal(images["learning"][modality], images["scene"][modality])
 
 
 MARKED = {  # tasks whose targets dm_control draws by editing its model: (domain, task), target
