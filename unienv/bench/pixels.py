@@ -15,9 +15,9 @@ For each num_envs it times, interleaved in rounds (the best round of each counts
 and prints, per look, pixel env-steps/s (agent steps: one action, its repeats and one
 observation), unienv/dm_control, the render's share of unienv's step (the time its steps spent
 in the camera's renderer calls, over all its calls) and the render's milliseconds per frame
-(that time over the frames drawn: at 1 env, one frame on one render thread). `--memory` also measures the
-resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside the
-bytes its stack of frames holds; `--json PATH` writes the rows, the memory and the machine (the
+(that time over the frames drawn: at 1 env, one frame on one render thread). `--memory` also
+measures the resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside
+the bytes its stack of frames holds; `--json PATH` writes the rows, the memory and the machine (the
 performance page's tables, scripts/perf_table.py). dm_control is driven on MuJoCo 4 through the test suite's
 shim (its index names struct fields MuJoCo 4 removed).
 """

@@ -2,10 +2,10 @@
 
 Model: `RenderPool(model, width, height, threads, flags)` starts `threads` worker threads;
 each owns one OpenGL context (EGL, or OSMesa with MUJOCO_GL=osmesa), an `MjrContext`
-of the model (its textures uploaded once), an `MjvScene` (its render flags MuJoCo's defaults,
-those in `flags` set) and an `MjData`. `render(qpos,
-views, out)` splits the rows over the workers (contiguous blocks); a worker loads each row's
-qpos (and mocap poses) into its MjData, computes the position stage that drawing reads
+of the model (its textures uploaded once), an `MjvScene` (MuJoCo's default render flags but
+those in `flags`) and an `MjData`. `render(qpos, views, out)` splits the rows over the
+workers (contiguous blocks); a worker loads each row's qpos (and mocap poses) into its
+MjData, computes the position stage that drawing reads
 (`mj_kinematics`, `mj_comPos`, `mj_camlight`, and `mj_tendon` / `mj_flex` where the model
 has them: what `mj_forward` computes for the scene, minus dynamics and collision), and draws
 the row's view with `mjv_updateScene`, `mjr_render` and `mjr_readPixels`, the calls
