@@ -179,8 +179,9 @@ def render_peers(paths: Iterable[str]) -> str:
 
 def render_pixels(paths: Iterable[str]) -> str:
     """Each machine's newest run of `python -m unienv.bench pixels --json PATH`: pixel env-steps/s
-    of dm_control's loop and unienv's, their ratio and the render's share of unienv's step; and
-    the resident memory each env adds, where the run measured it."""
+    of dm_control's loop and unienv's in each camera look, their ratio, the render's share of
+    unienv's step and its milliseconds per frame; and the resident memory each env adds, where
+    the run measured it."""
     out = []
     for run in latest(load(paths)):
         meta = run["meta"]
@@ -190,13 +191,13 @@ def render_pixels(paths: Iterable[str]) -> str:
             f"`{meta['command']}`, `MUJOCO_GL={meta['mujoco_gl']}`, load average "
             f"{meta['load_average']:.1f} at its start; the best of {meta['rounds']} rounds.",
             "",
-            f"| {meta['task']}, envs | dm_control env-steps/s | unienv env-steps/s | unienv / dm_control "
-            "| render share of unienv's step |",
-            "|---|---|---|---|---|",
+            f"| {meta['task']}, envs | look | dm_control env-steps/s | unienv env-steps/s | unienv / dm_control "
+            "| render share of unienv's step | render ms per frame |",
+            "|---|---|---|---|---|---|---|",
         ]
         out += [
-            f"| {r['num_envs']} | {r['dm_control']:.1f} | {r['unienv']:.1f} | {r['unienv'] / r['dm_control']:.2f}x "
-            f"| {100 * r['render_share']:.0f}% |"
+            f"| {r['num_envs']} | {r['look']} | {r['dm_control']:.1f} | {r['unienv']:.1f} "
+            f"| {r['unienv'] / r['dm_control']:.2f}x | {100 * r['render_share']:.0f}% | {r['render_ms_per_frame']:.1f} |"
             for r in run["rows"]
         ]
         memory = run.get("memory")

@@ -92,6 +92,16 @@ def test_the_ray_tracer_matches_mujocos_opengl_renderer_within_tolerance(walker,
     assert (images["segmentation"] == gl["seg"]).mean() >= 0.97
 
 
+def test_the_learning_look_casts_no_shadow_rays(walker):
+    """The "learning" look: the same image but for the shadows, which only darken a pixel."""
+    backend, scene = walker
+    learning = WarpCameras(backend, None, [View(camera_id=0)], W, H, look="learning")
+    lit, shaded = draw(learning, 2)["rgb"].int(), draw(scene, 2)["rgb"].int()
+    learning.close()
+    assert (lit >= shaded).all()
+    assert (lit > shaded).any(-1).float().mean() > 0.01  # the walker's shadow on the floor
+
+
 def test_images_follow_a_state_written_without_a_step(walker):
     backend, cameras = walker
     before = draw(cameras, 2)["rgb"]

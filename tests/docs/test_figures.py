@@ -1,5 +1,6 @@
 """scripts/compare_runs.py, the laptop page's learning curves: runs grouped by label, over
-wall-clock minutes, from the runs' own metrics.json (here written as train.py writes its rows)."""
+wall-clock minutes, from the runs' own metrics.json (here written as train.py writes its rows);
+scripts/pixel_looks.py, the Pixels page's picture of both camera looks."""
 
 import json
 import os
@@ -10,6 +11,7 @@ from tests.docs.examples import ROOT
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import compare_runs  # noqa: E402
+import pixel_looks  # noqa: E402
 
 
 def _run(folder, seconds, errors):
@@ -31,3 +33,16 @@ def test_runs_are_drawn_by_label_with_their_velocity_error(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "crossq" in printed and "sac" in printed and "3,000 env steps in 3.0 min" in printed
     assert out.stat().st_size > 10_000
+
+
+def test_the_pixel_looks_picture_has_a_row_per_look(tmp_path, capsys):
+    """scripts/pixel_looks.py, the Pixels page's picture: the scene look on top, the learning look
+    below (a different image of the same state), and a cost line per task."""
+    import pytest
+
+    pytest.importorskip("dm_control")
+    grid = pixel_looks.main(["dmc_cartpole_swingup", "--frames", "1", "--out", str(tmp_path / "looks.png")])
+    side = 84 * pixel_looks.ENLARGE
+    assert grid.shape == (2 * side, side, 3) and (tmp_path / "looks.png").stat().st_size > 1000
+    assert (grid[:side] != grid[side:]).any(-1).mean() > 0.05
+    assert "| dmc_cartpole_swingup |" in capsys.readouterr().out

@@ -62,7 +62,8 @@ def test_runs_of_one_machine_share_a_table_and_missing_values_print_as_a_dash(tm
 
 def test_peers_and_pixels_render_each_machines_newest_run(tmp_path):
     """The page gives current figures: of two runs on one machine only the newer renders; a pixel
-    run renders its ratio, its render share and its memory line."""
+    run renders a row per look with its ratio, its render share, its milliseconds per frame and its
+    memory line."""
     meta = {"cpu_threads": 2, "gpu": None, "torch": "2", "torch_threads": 1, "rounds": 3, "peers": True}
     for day, sps in (("01", 1000.0), ("02", 2000.0)):
         row = {
@@ -79,16 +80,23 @@ def test_peers_and_pixels_render_each_machines_newest_run(tmp_path):
     pixels = {
         "meta": {"date": "2026-01-03", "task": "dmc_cheetah_run", "cpu_threads": 2, "gpu": None,
                  "mujoco_gl": "egl", "load_average": 0.5, "rounds": 3, "command": "python -m unienv.bench pixels"},
-        "rows": [{"num_envs": 16, "dm_control": 40.0, "unienv": 60.0, "render_share": 0.99}],
+        "rows": [{"num_envs": 16, "look": "scene", "dm_control": 40.0, "unienv": 60.0, "render_share": 0.99,
+                  "render_ms_per_frame": 21.5},
+                 {"num_envs": 16, "look": "learning", "dm_control": 40.0, "unienv": 400.0, "render_share": 0.9,
+                  "render_ms_per_frame": 1.25}],
         "memory": {"rss_per_env": 64_000.0, "frame_bytes": 63_504},
     }  # fmt: skip
     (tmp_path / "pixels.json").write_text(json.dumps(pixels))
     text = perf_table.render_pixels([str(tmp_path / "pixels.json")])
-    assert "| 16 | 40.0 | 60.0 | 1.50x | 99% |" in text and "64 kB" in text and "63.5 kB" in text
+    assert (
+        "| 16 | scene | 40.0 | 60.0 | 1.50x | 99% | 21.5 |" in text and "64 kB" in text and "63.5 kB" in text
+    )
+    assert "| 16 | learning | 40.0 | 400.0 | 10.00x | 90% | 1.2 |" in text
 
 
-def test_the_pixel_bench_writes_json_that_renders(tmp_path):
-    """`python -m unienv.bench pixels --json PATH` (one env, a short round, both loops real)."""
+def test_the_pixel_bench_writes_json_that_renders(tmp_path, capsys):
+    """`python -m unienv.bench pixels --json PATH` (one env, a short round, every loop real): a row
+    per look, and a look it does not know refused by name before anything runs."""
     import pytest
 
     pytest.importorskip("dm_control")
@@ -99,4 +107,7 @@ def test_the_pixel_bench_writes_json_that_renders(tmp_path):
     finally:
         torch.set_num_threads(threads)
     text = perf_table.render_pixels([path])
-    assert "--json" in text and "| 1 |" in text
+    assert "--json" in text and "| 1 | scene |" in text and "| 1 | learning |" in text
+    with pytest.raises(SystemExit):
+        bench.main(["pixels", "--look", "fast"])
+    assert "--look: invalid choice: 'fast' (choose from 'scene', 'learning')" in capsys.readouterr().err

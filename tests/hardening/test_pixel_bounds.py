@@ -20,6 +20,9 @@ def pixels(num_envs: int, **options) -> list:
 
 CASES = {  # name: ((task, num_envs, make's keywords), what the refusal says; None: accepted)
     "legit": (pixels(2, render_threads=1), None),
+    "look_learning": (pixels(2, look="learning"), None),
+    "look_unknown": (pixels(2, look="fast"), "unknown look 'fast' (valid: 'scene', 'learning')"),
+    "look_list": (pixels(2, look=["learning"]), "unknown look ('learning',)"),
     "threads_10000": (pixels(2, render_threads=10000), "render_threads: expected a whole number of render threads"),
     "threads_0": (pixels(2, render_threads=0), "render_threads: expected"),
     "threads_half": (pixels(2, render_threads=1.5), "render_threads: expected"),

@@ -1,10 +1,11 @@
 """Camera images on the mujoco backend: parity with dm_control and MuJoCo, determinism, errors.
 
 Parity: for the same physics state (dm_control's after a reset and 20 random actions, copied
-into unienv's backend), unienv's 84 x 84 RGB from camera 0 equals dm_control's
-`physics.render(84, 84, camera_id=0)` pixel for pixel: both draw the scene as written with
-the same MuJoCo calls on the same GL implementation. Depth equals MuJoCo's own depth read
-(`mujoco.Renderer` with depth rendering) to within 1e-5 m.
+into unienv's backend), unienv's 84 x 84 RGB from camera 0 in the "scene" look equals
+dm_control's `physics.render(84, 84, camera_id=0)` pixel for pixel: both draw the scene as
+written with the same MuJoCo calls on the same GL implementation. Depth equals MuJoCo's own
+depth read (`mujoco.Renderer` with depth rendering) to within 1e-5 m. The "learning" look
+equals MuJoCo's own renderer with its shadows, reflections and multisampling switched off.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 import unienv
 from unienv import backends
 from unienv.errors import ArgumentError, UnknownNameError
+from unienv.render.cameras import MODALITIES
 from unienv.render.pool import headless_gl
 from unienv.sensors import Camera, CameraSensor
 from unienv.tasks import task_class
@@ -65,7 +67,8 @@ def test_rgb_equals_dm_control_pixel_for_pixel_and_depth_mujocos(name):
     physics = dm_physics(*PARITY[name])
     reference = physics.render(84, 84, camera_id=0)
     with backend_at(name, physics.data.qpos.copy()) as backend:
-        sensor = CameraSensor(Camera(channels_first=False, modalities=("rgb", "depth")), backend, 2)
+        camera = Camera(channels_first=False, modalities=("rgb", "depth"), look="scene")
+        sensor = CameraSensor(camera, backend, 2)
         out = sensor.empty(2)
         sensor.render(out)
         sensor.close()
@@ -86,6 +89,36 @@ def test_rgb_equals_dm_control_pixel_for_pixel_and_depth_mujocos(name):
     assert np.ptp(depth) > 0.1  # a scene in depth, not a blank
 
 
+def test_the_learning_look_is_mujocos_renderer_without_shadows_reflections_multisampling():
+    """Its RGB is MuJoCo's renderer with those three switched off; its depth and geom ids are the
+    scene look's."""
+    physics = dm_physics("cheetah", "run")
+    images = {}
+    with backend_at("dmc_cheetah_run", physics.data.qpos.copy(), 1) as backend:
+        for look in ("scene", "learning"):
+            camera = Camera(channels_first=False, modalities=MODALITIES, look=look)
+            sensor = CameraSensor(camera, backend, 1)
+            images[look] = sensor.empty(1)
+            sensor.render(images[look])
+            sensor.close()
+        model = mujoco.MjModel.from_xml_path(backend.scene)
+    headless_gl()
+    model.vis.quality.offsamples = 0
+    data = mujoco.MjData(model)
+    data.qpos[:] = physics.data.qpos
+    mujoco.mj_forward(model, data)
+    with mujoco.Renderer(model, 84, 84) as renderer:
+        renderer.update_scene(data, camera=0)
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
+        reference = renderer.render()
+    np.testing.assert_array_equal(images["learning"]["rgb"][0].numpy(), reference)
+    differ = (images["learning"]["rgb"] != images["scene"]["rgb"]).any(-1).float().mean()
+    assert differ > 0.05  # the shadow, the floor's reflection, the edges
+    for modality in ("depth", "segmentation"):  # drawn in their own pass, whatever the look
+        assert torch.equal(images["learning"][modality], images["scene"][modality])
+
+
 MARKED = {  # tasks whose targets dm_control draws by editing its model: (domain, task), target
     "dmc_reacher_hard": ("reacher", "hard", lambda p: p.named.model.geom_pos["target"][:2]),
     "dmc_finger_turn_easy": ("finger", "turn_easy", lambda p: p.named.model.site_pos["target"][[0, 2]]),
@@ -100,7 +133,7 @@ def test_targets_kept_in_memory_are_drawn_as_dm_control_draws_them(name):
     """Each env's target (the task's scene_marks) at dm_control's place and size; spin's hidden sites."""
     domain, task, target = MARKED[name]
     physics = dm_physics(domain, task)
-    env = unienv.make(name, obs="pixels", num_envs=2, seed=0, pixels={"frame_stack": 1})
+    env = unienv.make(name, obs="pixels", num_envs=2, seed=0, pixels={"frame_stack": 1, "look": "scene"})
     env.reset(seed=0)
     qpos = torch.as_tensor(np.repeat(physics.data.qpos[None], 2, 0))
     env.backend.set_state_tensor(torch.arange(2), qpos, torch.zeros(2, env.backend.nv, dtype=torch.float64))
@@ -125,8 +158,9 @@ def test_segmentation_names_the_geoms_drawn():
     assert {pole, cart} <= ids and ids <= set(range(-1, physics.model.ngeom))
 
 
-def _stream(threads: int, steps: int = 6) -> list[torch.Tensor]:
-    env = unienv.make("dmc_cheetah_run", obs="pixels", num_envs=3, seed=7, pixels={"render_threads": threads})
+def _stream(threads: int, look: str, steps: int = 6) -> list[torch.Tensor]:
+    pixels = {"render_threads": threads, "look": look}
+    env = unienv.make("dmc_cheetah_run", obs="pixels", num_envs=3, seed=7, pixels=pixels)
     obs, _ = env.reset(seed=7)
     frames, rng = [obs.clone()], torch.Generator().manual_seed(0)
     for _ in range(steps):
@@ -136,8 +170,9 @@ def _stream(threads: int, steps: int = 6) -> list[torch.Tensor]:
     return frames
 
 
-def test_same_seed_gives_bit_identical_images_across_runs_and_thread_counts():
-    one, again, two = _stream(1), _stream(1), _stream(2)
+@pytest.mark.parametrize("look", ["scene", "learning"])
+def test_same_seed_gives_bit_identical_images_across_runs_and_thread_counts(look):
+    one, again, two = _stream(1, look), _stream(1, look), _stream(2, look)
     for a, b, c in zip(one, again, two, strict=True):
         assert torch.equal(a, b) and torch.equal(a, c)
     assert not torch.equal(one[0], one[-1])  # the cheetah moved: the images differ over time
@@ -155,6 +190,8 @@ def test_errors_name_the_argument_and_change_nothing():
         unienv.make("dmc_cheetah_run", obs="pixels", pixels={"frame_stack": 0})
     with pytest.raises(UnknownNameError, match="did you mean 'frame_stack'"):
         unienv.make("dmc_cheetah_run", obs="pixels", pixels={"frame_stak": 2})
+    with pytest.raises(UnknownNameError, match=r"unknown look 'fast' \(valid: 'scene', 'learning'\)"):
+        unienv.make("dmc_cheetah_run", obs="pixels", pixels={"look": "fast"})
     with pytest.raises(UnknownNameError, match="unknown obs 'pixel'"):
         unienv.make("dmc_cheetah_run", obs="pixel")
     with pytest.raises(ArgumentError, match="action_repeat"):

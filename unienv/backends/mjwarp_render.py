@@ -21,6 +21,8 @@ multisampling), Phong shading per light evaluated per pixel (OpenGL interpolates
 on coarse primitives), hard ray-traced shadows that keep a fraction of the light
 (`shadow_light_fraction`) where OpenGL uses a shadow map; no reflections, fog or haze; the
 skybox sampled per ray. Geom groups 0-2 are drawn, as MuJoCo's default visual options do.
+In the "learning" look (`unienv.render.cameras.LOOKS`) the tracer casts no shadow rays; it has
+no reflections or multisampling to leave out.
 """
 
 from __future__ import annotations
@@ -41,8 +43,18 @@ GEOM = 5  # mjtObj.mjOBJ_GEOM, the object type of a geom hit in the tracer's seg
 class WarpCameras:
     """One scene camera of every world of an mjwarp backend, by MuJoCo Warp's ray tracer."""
 
-    def __init__(self, backend: Any, model: Any, views: Sequence[Any], width: int, height: int, threads=None):
-        """model, threads: unused (the tracer draws the backend's own model, in one launch)."""
+    def __init__(
+        self,
+        backend: Any,
+        model: Any,
+        views: Sequence[Any],
+        width: int,
+        height: int,
+        threads=None,
+        look: str = "scene",
+    ):
+        """model, threads: unused (the tracer draws the backend's own model, in one launch);
+        look: "scene" traces the lights' shadows, "learning" does not."""
         cameras = {v.camera_id for v in views}
         if len(cameras) != 1 or min(cameras) < 0:
             raise CapabilityError(
@@ -63,7 +75,7 @@ class WarpCameras:
                 render_depth=True,
                 render_seg=True,
                 cam_active=[cameras.pop()],
-                use_shadows=True,
+                use_shadows=look == "scene",
                 render_skybox=bool((backend.model.tex_type == SKYBOX).any()),
             )
         self._packed = wp.to_torch(rc.rgb_data).view(torch.uint8)  # bytes of 0xAARRGGBB: B, G, R, A

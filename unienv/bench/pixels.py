@@ -1,19 +1,23 @@
 """`python -m unienv.bench pixels`: a DMC task from pixels beside dm_control's own, in one run.
 
-    python -m unienv.bench pixels --task dmc_cheetah_run --num-envs 1 16 64 [--memory] [--json PATH]
+    python -m unienv.bench pixels --task dmc_cheetah_run --num-envs 1 16 64 [--look scene learning]
+                                  [--memory] [--json PATH]
 
 For each num_envs it times, interleaved in rounds (the best round of each counts):
 
   dm_control  one `suite.load` env per env, stepped in a Python loop as DrQ-v2 drives it:
               `action_repeat` env steps, then `physics.render(84, 84, camera_id=0)`, then
               the stack of the last `frame_stack` frames (a concatenation, as DrQ-v2's)
-  unienv      `unienv.make(task, obs="pixels", num_envs=N)`: one batched step
+  unienv      `unienv.make(task, obs="pixels", num_envs=N, pixels={"look": look})`: one
+              batched step, once per look asked for ("scene": dm_control's pixels, and
+              "learning": without shadows, reflections and multisampling; both by default)
 
-and prints pixel env-steps/s (agent steps: one action, its repeats and one observation),
-unienv/dm_control, and the render's share of unienv's step (the time its steps spent in the
-camera's renderer calls, over all its calls). `--memory` also measures the
-resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside the
-bytes its stack of frames holds; `--json PATH` writes the rows, the memory and the machine (the
+and prints, per look, pixel env-steps/s (agent steps: one action, its repeats and one
+observation), unienv/dm_control, the render's share of unienv's step (the time its steps spent
+in the camera's renderer calls, over all its calls) and the render's milliseconds per frame
+(that time over the frames drawn: at 1 env, one frame on one render thread). `--memory` also
+measures the resident memory that each env adds (N = 4 and 4 + 64 envs, after 5 steps) beside
+the bytes its stack of frames holds; `--json PATH` writes the rows, the memory and the machine (the
 performance page's tables, scripts/perf_table.py). dm_control is driven on MuJoCo 4 through the test suite's
 shim (its index names struct fields MuJoCo 4 removed).
 """
@@ -32,6 +36,7 @@ import numpy as np
 import torch
 
 import unienv
+from unienv.render.cameras import LOOKS
 from unienv.tasks import task_class
 from unienv.utils.files import write_json
 
@@ -86,18 +91,21 @@ def _dm_control_loop(task: str, num_envs: int) -> Callable[[], None]:
     return loop
 
 
-def _unienv_loop(task: str, num_envs: int) -> tuple[Callable, dict, Callable]:
-    """unienv's step loop; the seconds it spends in steps and, within them, in rendering."""
-    env = unienv.make(task, obs="pixels", num_envs=num_envs, seed=0)
+def _unienv_loop(task: str, num_envs: int, look: str) -> tuple[Callable, dict, Callable]:
+    """unienv's step loop in `look`; the seconds it spends in steps and, within them, in
+    rendering, and the frames it draws."""
+    env = unienv.make(task, obs="pixels", num_envs=num_envs, seed=0, pixels={"look": look})
     env.reset(seed=0)
     actions = torch.rand((64, *env.action_space.shape), generator=torch.Generator().manual_seed(0)) * 2 - 1
-    sensor, spent, step = env.unwrapped._observer.sensor, {"step": 0.0, "render": 0.0}, [0]
+    sensor, step = env.unwrapped._observer.sensor, [0]
+    spent = {"step": 0.0, "render": 0.0, "frames": 0}
     draw = sensor.render
 
-    def timed_render(*args, **kwargs) -> None:
+    def timed_render(out, *args, **kwargs) -> None:
         start = time.perf_counter()
-        draw(*args, **kwargs)
+        draw(out, *args, **kwargs)
         spent["render"] += time.perf_counter() - start
+        spent["frames"] += len(out["rgb"])
 
     sensor.render = timed_render
 
@@ -150,6 +158,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(prog="python -m unienv.bench pixels", description=__doc__.split("\n")[0])
     parser.add_argument("--task", default="dmc_cheetah_run")
     parser.add_argument("--num-envs", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument(
+        "--look",
+        nargs="+",
+        choices=LOOKS,
+        default=list(LOOKS),
+        help="the camera looks to time unienv in: scene (dm_control's pixels, the default look), "
+        "learning (no shadows, reflections or multisampling); default: both",
+    )
     parser.add_argument("--seconds", type=float, default=2.0, help="per loop per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", action="store_true", help="also measure resident memory per env")
@@ -172,25 +188,31 @@ def main(argv: list[str] | None = None) -> list[dict]:
         f"{meta['date'][:10]}, {cores} cores, MUJOCO_GL={meta['mujoco_gl']}, "
         f"load average {meta['load_average']:.1f}"
     )
-    print(f"{'envs':>5} {'dm_control':>11} {'unienv':>9} {'ratio':>6} {'render share':>13}   (env-steps/s)")
+    print(
+        f"{'envs':>5} {'look':<9} {'dm_control':>11} {'unienv':>9} {'ratio':>6} {'render share':>13} "
+        f"{'render ms/frame':>16}   (env-steps/s)"
+    )
     rows = []
     for n in args.num_envs:
-        step, spent, close = _unienv_loop(args.task, n)
-        rates = _best(
-            {"dm_control": _dm_control_loop(args.task, n), "unienv": step}, args.seconds, args.rounds
-        )
-        close()
-        row = {
-            "num_envs": n,
-            "dm_control": rates["dm_control"] * n,
-            "unienv": rates["unienv"] * n,
-            "render_share": spent["render"] / spent["step"],
-        }
-        rows.append(row)
-        print(
-            f"{n:>5} {row['dm_control']:>11.1f} {row['unienv']:>9.1f} {row['unienv'] / row['dm_control']:>5.2f}x "
-            f"{100 * row['render_share']:>12.0f}%"
-        )
+        unienv_loops = {look: _unienv_loop(args.task, n, look) for look in args.look}
+        loops = {"dm_control": _dm_control_loop(args.task, n)} | {k: v[0] for k, v in unienv_loops.items()}
+        rates = _best(loops, args.seconds, args.rounds)
+        for look, (_, spent, close) in unienv_loops.items():
+            close()
+            row = {
+                "num_envs": n,
+                "look": look,
+                "dm_control": rates["dm_control"] * n,
+                "unienv": rates[look] * n,
+                "render_share": spent["render"] / spent["step"],
+                "render_ms_per_frame": 1000 * spent["render"] / spent["frames"],
+            }
+            rows.append(row)
+            print(
+                f"{n:>5} {look:<9} {row['dm_control']:>11.1f} {row['unienv']:>9.1f} "
+                f"{row['unienv'] / row['dm_control']:>5.2f}x {100 * row['render_share']:>12.0f}% "
+                f"{row['render_ms_per_frame']:>16.1f}"
+            )
     memory = None
     if args.memory:
         memory = memory_per_env(args.task)

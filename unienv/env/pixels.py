@@ -2,8 +2,9 @@
 
 `UniEnv(..., obs="pixels", pixels=PixelOptions(...))` observes through `PixelObservation`
 instead of (or beside, `obs="pixels+state"`) the task's state vector. Defaults are
-DrQ-v2's: 84 x 84 RGB from the scene's camera 0, the last 3 frames (and, set by
-`unienv.make`, an action repeat of 2). An observation is a uint8 tensor (N, 3 * frames,
+DrQ-v2's: 84 x 84 RGB from the scene's camera 0 drawn as dm_control draws it (the "scene"
+look; "learning" leaves out shadows, reflections and multisampling), the last 3 frames (and,
+set by `unienv.make`, an action repeat of 2). An observation is a uint8 tensor (N, 3 * frames,
 H, W), channels first, the oldest frame first, as DrQ-v2 stacks them; with "pixels+state"
 it is a dict {"pixels": images, "state": the task's observation}.
 
@@ -46,13 +47,16 @@ OBS = ("state", "pixels", "pixels+state")
 class PixelOptions:
     """What a pixel observation is: the image size, the camera (a scene camera's name or
     index, or a `Camera` / mapping of its fields for a free or tracking one), the frames
-    stacked, and the threads that render (default: one per core, at most one per env)."""
+    stacked, the threads that render (default: one per core, at most one per env), and the
+    look: "scene" (the default) draws the scene as written, dm_control's pixels; "learning"
+    draws it without shadows, reflections and multisampling, which a policy does not need."""
 
     width: int = 84
     height: int = 84
     camera: Any = 0
     frame_stack: int = 3
     render_threads: int | None = None
+    look: str = "scene"
 
     @classmethod
     def of(cls, spec: PixelOptions | Mapping | None) -> PixelOptions:
@@ -61,8 +65,10 @@ class PixelOptions:
         return cls(**fields_of(cls, spec, "pixels", "pixels option"))
 
     def camera_spec(self) -> Camera:
-        """The Camera these options observe through (RGB, channels first)."""
-        fields = {"width": self.width, "height": self.height, "modalities": ("rgb",), "channels_first": True}
+        """The Camera these options observe through (RGB, channels first): a `Camera` or mapping
+        given as `camera` takes these options' width, height and look."""
+        fields = {"width": self.width, "height": self.height, "look": self.look}
+        fields |= {"modalities": ("rgb",), "channels_first": True}
         if isinstance(self.camera, Camera):
             return dataclasses.replace(self.camera, **fields)
         if isinstance(self.camera, Mapping):

@@ -8,6 +8,13 @@ backend's name to its renderer's class; `camera_renderer` builds it, or refuses 
 that has none with CapabilityError at construction. An engine with a renderer of its own
 (MuJoCo Warp's ray tracer, Genesis's cameras) adds its class here, with the same signature.
 
+Each renderer draws in one of the `LOOKS`: "scene", the scene as written (its lights' shadows,
+its materials' reflections, its multisampling: on the mujoco backend dm_control's pixels, pixel
+for pixel), or "learning", the same scene without those three, which a policy does not need and
+which cost most of a frame drawn in software. "learning" is set on the renderer's own state
+(its scene's render flags, its copy of the model's `vis.quality.offsamples`), never on the
+backend's model: the physics and every other geom, light, texture and colour stay as written.
+
 On the mujoco backend, `PoolCameras` draws with `pool.RenderPool`: the state rows are
 the batch's own qpos (a view, read by the workers without a copy) and mocap poses; each
 worker computes the rows' kinematics on an MjData of its own, since `mujoco.batch` keeps no
@@ -29,6 +36,8 @@ from unienv.render.pool import RenderPool, View
 from unienv.utils.limits import check_size
 
 MODALITIES = ("rgb", "depth", "segmentation")
+LOOKS = ("scene", "learning")
+LEARNING_FLAGS = {mujoco.mjtRndFlag.mjRND_SHADOW: False, mujoco.mjtRndFlag.mjRND_REFLECTION: False}
 
 
 def default_threads(num_envs: int) -> int:
@@ -48,14 +57,19 @@ class PoolCameras:
         width: int,
         height: int,
         threads: int | None = None,
+        look: str = "scene",
     ):
-        """model: the scene's model as written (what is drawn); views: one per env, or one for all."""
+        """model: the renderer's own copy of the scene's model (what is drawn); views: one per
+        env, or one for all; look: one of LOOKS."""
         self.backend, self.views = backend, list(views)
         self._mocap = backend.get_capabilities().mocap and backend.nmocap > 0
         most = default_threads(backend.num_envs)
         threads = most if threads is None else threads
         check_size("render_threads", threads, most, unit="render threads (one per env and per core at most)")
-        self.pool = RenderPool(model, width, height, threads)
+        flags = None
+        if look == "learning":
+            model.vis.quality.offsamples, flags = 0, LEARNING_FLAGS
+        self.pool = RenderPool(model, width, height, threads, flags=flags)
 
     def render(
         self, out: Mapping[str, torch.Tensor], env_ids: np.ndarray | None = None, marks: Mapping | None = None
@@ -112,6 +126,6 @@ def require_renderer(backend: str) -> type:
     return cls
 
 
-def camera_renderer(backend, model, views, width, height, threads=None):
-    """The camera renderer of `backend`'s engine, drawing `views` at width x height."""
-    return require_renderer(backend.name)(backend, model, views, width, height, threads)
+def camera_renderer(backend, model, views, width, height, threads=None, look="scene"):
+    """The camera renderer of `backend`'s engine, drawing `views` at width x height in `look`."""
+    return require_renderer(backend.name)(backend, model, views, width, height, threads, look)

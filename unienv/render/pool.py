@@ -1,10 +1,11 @@
 """A pool of MuJoCo OpenGL renderers on worker threads: every image unienv draws.
 
-Model: `RenderPool(model, width, height, threads)` starts `threads` worker threads;
+Model: `RenderPool(model, width, height, threads, flags)` starts `threads` worker threads;
 each owns one OpenGL context (EGL, or OSMesa with MUJOCO_GL=osmesa), an `MjrContext`
-of the model (its textures uploaded once), an `MjvScene` and an `MjData`. `render(qpos,
-views, out)` splits the rows over the workers (contiguous blocks); a worker loads each row's
-qpos (and mocap poses) into its MjData, computes the position stage that drawing reads
+of the model (its textures uploaded once), an `MjvScene` (MuJoCo's default render flags but
+those in `flags`) and an `MjData`. `render(qpos, views, out)` splits the rows over the
+workers (contiguous blocks); a worker loads each row's qpos (and mocap poses) into its
+MjData, computes the position stage that drawing reads
 (`mj_kinematics`, `mj_comPos`, `mj_camlight`, and `mj_tendon` / `mj_flex` where the model
 has them: what `mj_forward` computes for the scene, minus dynamics and collision), and draws
 the row's view with `mjv_updateScene`, `mjr_render` and `mjr_readPixels`, the calls
@@ -117,11 +118,11 @@ class View:
 class _Worker:
     """One thread that owns a GL context, an MjrContext, a scene and an MjData of the model."""
 
-    def __init__(self, model: mujoco.MjModel, width: int, height: int, maxgeom: int):
+    def __init__(self, model: mujoco.MjModel, width: int, height: int, maxgeom: int, flags: Mapping):
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.done: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(
-            target=self._run, args=(model, width, height, maxgeom), daemon=True, name="unienv-render"
+            target=self._run, args=(model, width, height, maxgeom, flags), daemon=True, name="unienv-render"
         )
         self.thread.start()
         started = self.done.get()
@@ -129,7 +130,7 @@ class _Worker:
             self.thread.join()
             raise started
 
-    def _run(self, model, width, height, maxgeom) -> None:
+    def _run(self, model, width, height, maxgeom, flags) -> None:
         try:
             gl, self.context = _gl_context(model, width, height)
             from OpenGL import GL
@@ -140,6 +141,8 @@ class _Worker:
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.context)
             self.context.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR  # as mujoco.Renderer reads
             self.scene = mujoco.MjvScene(model, maxgeom)
+            for flag, on in flags.items():
+                self.scene.flags[flag] = on
             self.option, self.perturb = mujoco.MjvOption(), mujoco.MjvPerturb()
             self.rect = mujoco.MjrRect(0, 0, width, height)
             self.rgb = np.empty((height, width, 3), np.uint8)
@@ -241,10 +244,17 @@ class RenderPool:
     """Worker threads that draw rows of qpos into images; see the module docstring."""
 
     def __init__(
-        self, model: mujoco.MjModel, width: int, height: int, threads: int = 1, maxgeom: int = 10000
+        self,
+        model: mujoco.MjModel,
+        width: int,
+        height: int,
+        threads: int = 1,
+        maxgeom: int = 10000,
+        flags: Mapping[mujoco.mjtRndFlag, bool] | None = None,
     ):
         """model: the model to draw (its offscreen buffer is raised to width x height);
-        threads: worker threads, each with its own GL context."""
+        threads: worker threads, each with its own GL context; flags: render flags to set on
+        every worker's scene (`mjRND_SHADOW`: False draws without shadow maps)."""
         check_size(width, height)
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ArgumentError(f"render_threads: expected an int >= 1, got {shown(threads)}")
@@ -261,7 +271,7 @@ class RenderPool:
         self._workers: list[_Worker] = []
         try:
             for _ in range(threads):
-                self._workers.append(_Worker(model, width, height, maxgeom))
+                self._workers.append(_Worker(model, width, height, maxgeom, flags or {}))
             check_size(width, height)  # against the GL implementation's own limit, now known
         except BaseException:
             self.close()

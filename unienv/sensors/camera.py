@@ -3,15 +3,17 @@
 `Camera` is the spec a task or a config declares: where the camera looks from (a camera of
 the scene by name or index; or a free camera at `pos` aimed at `target`, world frame, which
 with `track_body` follow that body's position), the image size, the modalities ("rgb" uint8,
-"depth" float32 metres, "segmentation" int32 geom ids, -1 where no geom is drawn) and the
-layout (channels first, (C, H, W), as torch convolutions and DrQ-v2 take them, or last).
+"depth" float32 metres, "segmentation" int32 geom ids, -1 where no geom is drawn), the
+layout (channels first, (C, H, W), as torch convolutions and DrQ-v2 take them, or last) and
+the look (`unienv.render.cameras.LOOKS`).
 
 `CameraSensor(camera, backend)` resolves the spec against the backend's scene once (a
 misspelled camera name raises with the closest names, a bad size or modality with what was
 expected), builds the engine's camera renderer (`unienv.render.cameras`; an engine without
 one refuses here) and draws every env, or some, into tensors the caller holds, in one call.
 Images are drawn from the scene as written (its own lights, textures, shadows and
-multisampling), not in the videos' look, so that they equal dm_control's pixels.
+multisampling), not in the videos' look, so that they equal dm_control's pixels; the
+"learning" look draws the same scene without shadows, reflections and multisampling.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import torch
 
 from unienv.backends.scene import load_mjmodel
 from unienv.errors import ArgumentError, unknown_name
-from unienv.render.cameras import MODALITIES, camera_renderer
+from unienv.render.cameras import LOOKS, MODALITIES, camera_renderer
 from unienv.render.pool import View, check_size
 from unienv.utils.records import fields_of
 
@@ -42,7 +44,9 @@ class Camera:
 
     camera: a camera of the scene, by name or index (0: the scene's first); None for a free
     camera at `pos` aimed at `target` (metres, world frame; offsets from `track_body`'s
-    position when it is given, so that the camera follows the body)."""
+    position when it is given, so that the camera follows the body). look: "scene" draws the
+    scene as written (dm_control's pixels), "learning" without its shadows, reflections and
+    multisampling (a fraction of the cost in software rendering)."""
 
     camera: str | int | None = 0
     width: int = 84
@@ -52,6 +56,7 @@ class Camera:
     pos: tuple[float, float, float] | None = None
     target: tuple[float, float, float] | None = None
     track_body: str | None = None
+    look: str = "scene"
 
     @classmethod
     def of(cls, spec: Camera | Mapping | None) -> Camera:
@@ -81,6 +86,8 @@ def resolve(camera: Camera, model: mujoco.MjModel) -> View:
         )
     if len(set(camera.modalities)) != len(camera.modalities):
         raise ArgumentError(f"modalities: each at most once, got {camera.modalities!r}")
+    if camera.look not in LOOKS:
+        raise unknown_name("look", camera.look, LOOKS)
     names = [model.camera(i).name for i in range(model.ncam)]
     if camera.camera is not None:
         if camera.pos is not None or camera.target is not None or camera.track_body is not None:
@@ -136,7 +143,7 @@ class CameraSensor:
         view = resolve(self.camera, model)
         self.num_envs, self.device = backend.num_envs, backend.device
         self.renderer = camera_renderer(
-            backend, model, [view], self.camera.width, self.camera.height, render_threads
+            backend, model, [view], self.camera.width, self.camera.height, render_threads, self.camera.look
         )
 
     def spaces(self) -> dict[str, gym.spaces.Box]:
