@@ -204,11 +204,14 @@ class GenesisBackend(SimBackend):
         *,
         device: str | torch.device | None = None,
         randomize: Iterable[str] = (),
+        substep_reads: Iterable[str] = (),
         precision: str | None = None,
         integrator: str | None = None,
         rigid_options: Mapping[str, Any] | None = None,
     ):
-        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        super().__init__(
+            scene, num_envs, sim_dt, device=device, randomize=randomize, substep_reads=substep_reads
+        )
         self.device = resolve_device(device)
         if precision is None:
             precision = "32" if self.device.type == "cuda" else "64"
@@ -237,7 +240,7 @@ class GenesisBackend(SimBackend):
             dtype=self._dtype,
             deterministic=self.device.type == "cpu",
             sync_free=True,
-            differences=self._differences,
+            differences=self._differences + self._substep_differences,
         )
 
     # ---- lifecycle ----------------------------------------------------------

@@ -171,10 +171,13 @@ class MjwarpBackend(SimBackend):
         *,
         device: str | torch.device | None = None,
         randomize=(),
+        substep_reads=(),
         nconmax: int | None = None,
         njmax: int | None = None,
     ):
-        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        super().__init__(
+            scene, num_envs, sim_dt, device=device, randomize=randomize, substep_reads=substep_reads
+        )
         for arg, value in (("nconmax", nconmax), ("njmax", njmax)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ArgumentError(f"{arg}: expected a positive int or None, got {value!r}")
@@ -217,6 +220,7 @@ class MjwarpBackend(SimBackend):
             height_scan=True,
             sync_free=True,
             cuda_graph=self.device.type == "cuda",
+            differences=self._substep_differences,
         )
 
     # ---- lifecycle ----------------------------------------------------------
