@@ -8,13 +8,10 @@ healthy (1 while 0.2 <= torso z <= 1 and the state is finite), ctrl (-0.5
 |a|^2) and contact (-5e-4 |clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
 steps. Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2).
 
-The default needs the backend's `mj_fields` (cfrc_ext). Deliberate
-differences: v5 reads cfrc_ext and the torso position where mj_step leaves
-them (its last RK4 stage); here they are at the state the env returns, as
-after mj_forward (the parity test compares with v5 refreshed by mj_forward),
-and the torso x is the free joint's qpos[0], which is its xpos there. Against
-unmodified v5 the clipped cfrc_ext entries differ by up to 2 and rewards by
-up to ~0.07.
+The default needs the backend's `mj_fields` (cfrc_ext). As v5 does, it reads
+cfrc_ext and the torso's position (xpos, for the forward term) where mj_step
+leaves them, from the last RK4 stage of the last substep, cfrc_ext after
+mj_rnePostConstraint (`substep_reads`); observations and rewards equal v5's.
 With include_cfrc_ext_in_observation=False (v5's option of that name) the
 observation is qpos and qvel only and the contact term uses the net contact
 force on each body (get_contact_forces, of the last physics substep) instead of
@@ -29,7 +26,14 @@ import numpy as np
 
 from unienv.task import Task, TaskOptions, option, total
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import healthy_state, locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import (
+    forward_velocity,
+    healthy_state,
+    locomotion_terms,
+    noisy_reset,
+    read_state,
+    unhealthy,
+)
 
 NQ, NV, BODIES = 15, 14, 13  # ant.xml: a free joint and 8 hinges; its bodies but the world
 
@@ -66,6 +70,9 @@ class Ant(Task):
     def __init__(self, **options):
         super().__init__(**options)
         self.requires = ("mj_fields",) if self.include_cfrc_ext_in_observation else ("contact_forces",)
+        self.substep_reads = (
+            ("cfrc_ext", "body_views") if self.include_cfrc_ext_in_observation else ("body_views",)
+        )
 
     def observation_blocks(self):
         blocks = {"qpos": NQ - 2, "qvel": NV}
@@ -76,6 +83,7 @@ class Ant(Task):
     def setup(self, backend):
         super().setup(backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
+        self.torso = backend.find("body", [self.root_body])
         self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
@@ -86,6 +94,7 @@ class Ant(Task):
         else:
             wrench = backend.get_contact_forces(self.bodies)
         s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
+        s["x"] = xp.asarray(backend.get_body_views(self.torso).pos)[:, 0, 0]  # v5's torso xpos
         z = s["qpos"][:, 2]
         s["healthy"] = (
             healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
@@ -100,6 +109,7 @@ class Ant(Task):
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
+        terms["forward"] = self.forward_reward_weight * forward_velocity(s["x"], prev["x"], self.dt)
         terms["contact"] = -self.contact_cost_weight * (s["contact"] * s["contact"]).sum((1, 2))
         return total(terms), terms
 

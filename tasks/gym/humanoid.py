@@ -11,12 +11,9 @@ included, read from cinert), healthy (5 while 1 < z < 2 for the torso), ctrl
 (-0.1 |a|^2) and contact (-min(5e-7 |cfrc_ext|^2, 10)). Terminates when
 unhealthy; truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
 
-Needs the backend's `mj_fields`. Deliberate difference: v5 reads cinert, cvel,
-cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
-here they are at the state the env returns, as after mj_forward. The parity
-test compares with v5 refreshed by mj_forward (identical, trajectories
-unchanged); against unmodified v5 the cfrc_ext entries differ by hundreds of N
-and rewards by up to ~0.35 (contact and forward terms).
+Needs the backend's `mj_fields`, read as v5 reads cinert, cvel, qfrc_actuator,
+cfrc_ext and the body COMs: where mj_step leaves them, from the last RK4 stage
+of the last substep, cfrc_ext after mj_rnePostConstraint (`substep_reads`).
 """
 
 import dataclasses
@@ -57,6 +54,7 @@ class Humanoid(Task):
     observation_dtype = np.float64  # v5's
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
     requires = ("mj_fields",)
+    substep_reads = ("cinert", "cvel", "qfrc_actuator", "cfrc_ext", "xipos")
     Options = HumanoidOptions
 
     def observation_blocks(self):
