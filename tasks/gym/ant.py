@@ -24,7 +24,7 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
 from unienv.tasks.common import (
     forward_velocity,
@@ -33,6 +33,7 @@ from unienv.tasks.common import (
     noisy_reset,
     read_state,
     unhealthy,
+    v5_total,
 )
 
 NQ, NV, BODIES = 15, 14, 13  # ant.xml: a free joint and 8 hinges; its bodies but the world
@@ -90,10 +91,10 @@ class Ant(Task):
     def read(self, backend):
         xp, s = self.xp, read_state(self, backend)
         if self.include_cfrc_ext_in_observation:
-            wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
+            wrench = backend.get_mj_field("cfrc_ext")  # the world's (zero) too: v5's sum has it
         else:
             wrench = backend.get_contact_forces(self.bodies)
-        s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
+        s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 14, 6) or (N, 13, 3)
         s["x"] = xp.asarray(backend.get_body_views(self.torso).pos)[:, 0, 0]  # v5's torso xpos
         z = s["qpos"][:, 2]
         s["healthy"] = (
@@ -104,14 +105,15 @@ class Ant(Task):
     def observe(self, s, memory):
         obs = [s["qpos"][:, 2:], s["qvel"]]
         if self.include_cfrc_ext_in_observation:
-            obs.append(s["contact"].reshape(len(s["contact"]), -1))
+            obs.append(s["contact"][:, 1:].reshape(len(s["contact"]), -1))
         return self.xp.concat(obs, 1)
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
         terms["forward"] = self.forward_reward_weight * forward_velocity(s["x"], prev["x"], self.dt)
-        terms["contact"] = -self.contact_cost_weight * (s["contact"] * s["contact"]).sum((1, 2))
-        return total(terms), terms
+        contact = s["contact"].reshape(len(s["contact"]), -1)  # summed flat, as v5 does
+        terms["contact"] = -self.contact_cost_weight * (contact * contact).sum(1)
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return unhealthy(self, s)

@@ -22,9 +22,17 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import (
+    ctrl_cost,
+    forward_velocity,
+    inside,
+    noisy_reset,
+    read_state,
+    unhealthy,
+    v5_total,
+)
 
 NQ, NV, BODIES = 24, 23, 13  # humanoid.xml: a free joint and 17 hinges; its bodies but the world
 ROOT_DOFS = 6  # the free joint's, in qvel
@@ -90,7 +98,7 @@ class Humanoid(Task):
 
     def reward(self, s, prev, action, memory):
         wrench = s["cfrc_ext"]
-        contact = self.contact_cost_weight * (wrench * wrench).sum((1, 2))
+        contact = self.contact_cost_weight * (wrench * wrench).reshape(len(wrench), -1).sum(1)  # as v5 sums
         terms = {
             "forward": self.forward_reward_weight
             * forward_velocity(s["com"][:, 0], prev["com"][:, 0], self.dt),
@@ -98,7 +106,7 @@ class Humanoid(Task):
             "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
             "contact": -self.xp.clip(contact, None, self.contact_cost_max),
         }
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return unhealthy(self, s)

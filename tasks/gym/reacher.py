@@ -18,9 +18,9 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, read_state
+from unienv.tasks.common import read_state, v5_ctrl_cost, v5_total
 
 ARM_JOINTS = 2  # reacher.xml: two arm hinges, then the target's two slides
 
@@ -73,9 +73,9 @@ class Reacher(Task):
     def reward(self, s, prev, action, memory):
         terms = {
             "dist": -self.reward_dist_weight * self.xp.norm(s["to_target"]),
-            "ctrl": ctrl_cost(action, self.reward_control_weight),
+            "ctrl": v5_ctrl_cost(self, action, self.reward_control_weight),
         }
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return self.xp.zeros(len(s["qpos"]), self.xp.bool)
