@@ -19,7 +19,7 @@ import torch
 import unienv
 from unienv.backends import SUBSTEP_READS, create
 from unienv.errors import CapabilityError, UnknownNameError
-from unienv.tasks import GYM_ASSETS
+from unienv.tasks import GYM_ASSETS, task_class
 
 ANT = os.path.join(GYM_ASSETS, "ant.xml")
 N = 3
@@ -37,12 +37,12 @@ def start(backend, model, rng) -> list[mujoco.MjData]:
     return datas
 
 
-def step(backend, model, datas, rng) -> None:
+def step(backend, model, datas, rng, nsteps: int = 5) -> None:
     u = rng.uniform(-1, 1, (N, model.nu))
-    backend.step_tensor(torch.from_numpy(u), 5)
+    backend.step_tensor(torch.from_numpy(u), nsteps)
     for d, ctrl in zip(datas, u, strict=True):
         d.ctrl[:] = ctrl
-        mujoco.mj_step(model, d, nstep=5)
+        mujoco.mj_step(model, d, nstep=nsteps)
 
 
 def test_substep_reads_are_what_mj_step_left_and_cfrc_ext_after_rne_post_constraint():
@@ -127,3 +127,39 @@ def test_an_engine_that_cannot_serve_them_declares_and_warns():
     assert caps.substep_reads == frozenset()
     assert "reads body_views at the returned state, not as the last substep left it" in caps.differences
     backend.close()
+
+
+def test_acceleration_sensors_are_the_last_substeps_and_the_others_at_the_state():
+    """dm_control's legacy step: touch sensors where mj_step left them, positions, velocities
+    and their sensors after mj_step1 at the new state; a written row's at its new state."""
+    scene = task_class("dmc_hopper_hop")().scene
+    backend = create("mujoco", scene, N, 0.005, nthread=2, substep_reads=("sensors",))
+    model, rng = mujoco.MjModel.from_xml_path(scene), np.random.default_rng(2)
+    datas = start(backend, model, rng)
+    names = ("touch_toe", "touch_heel", "torso_subtreelinvel")
+
+    def sensors(ds) -> dict:
+        return {n: np.stack([d.sensor(n).data for d in ds]) for n in names}
+
+    touched = False
+    for i in range(100):
+        backend.get_sensor_view("touch_toe")  # read every step
+        step(backend, model, datas, rng, nsteps=4)
+        for d in datas:
+            mujoco.mj_step1(model, d)
+        if i == 60:  # one env restarts
+            d = datas[2]
+            qpos, qvel = d.qpos.copy(), -d.qvel
+            backend.set_state_tensor(
+                torch.tensor([2]), torch.from_numpy(qpos[None]), torch.from_numpy(qvel[None])
+            )
+            mujoco.mj_resetData(model, d)
+            d.qpos[:], d.qvel[:] = qpos, qvel
+            mujoco.mj_forward(model, d)
+        expected = sensors(datas)
+        touched |= bool(expected["touch_toe"].any() or expected["touch_heel"].any())
+        for n in names:
+            np.testing.assert_array_equal(
+                backend.get_sensor_view(n).numpy(), expected[n], err_msg=f"{n}, step {i}"
+            )
+    assert touched  # the touch sensors saw contact

@@ -255,7 +255,7 @@ class MujocoBackend(MujocoReads, SimBackend):
     def _step(self, ctrl: torch.Tensor | np.ndarray, nsteps: int, rows: np.ndarray | None = None) -> None:
         self._ctrl[:] = ctrl if ctrl.__class__ is np.ndarray else ctrl.detach().numpy()
         # the stage read since the last step, at the new state (none with a wrench on: cfrc_ext)
-        stage = _NONE if self._wrench_pending else max(self._wanted, self._floor)
+        stage = max(_NONE if self._wrench_pending else self._wanted, self._floor)
         # sensors (the hidden one makes MuJoCo compute cfrc_ext; reach 9%, cartpole 4% of the
         # physics) run only where read: at the new state for a sensor or field read (a forward
         # after silent substeps, 0.2-1.6% cheaper than sensors on in the last), else in the last

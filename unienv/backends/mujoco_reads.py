@@ -86,6 +86,10 @@ class MujocoReads:
             )
         self._wanted = max(self._wanted, stage)
         if self._fresh < stage:
+            # a forward short of the acceleration stage leaves the acceleration-stage sensors
+            # to whichever simulation last ran on the batch's MjData: with those as substep
+            # reads (which only the step's own call keeps), the whole mj_forward runs here
+            stage = _SENSED if self._floor == _VEL else stage
             self._forward(stage=stage)
             self._fresh = stage
             self._stale[:] = False
@@ -96,7 +100,8 @@ class MujocoReads:
     def _refresh_stale(self) -> None:
         """mj_forward for the rows whose state was set since their outputs were computed."""
         if self._any_stale:
-            self._forward(np.flatnonzero(self._stale))
+            stale = self._stale  # every row (a whole reset): no ids, which the batch converts
+            self._forward(None if stale.all() else np.flatnonzero(stale))
             self._stale[:] = False
             self._any_stale = False
 
