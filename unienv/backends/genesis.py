@@ -51,6 +51,9 @@ Genesis's solver warm start is cleared, so the next steps may differ from the
 original run in the last bits. On CUDA runs are reproducible only to float
 tolerance (atomic reductions).
 
+Substep reads (`substep_reads=`) are served at the current state, declared in
+`Capabilities.differences` and warned of at construction.
+
 Capability differences from the mujoco backend: Genesis does not parse MJCF
 sensors, so the backend computes jointpos, jointvel, framepos and framequat
 (of sites and bodies, world frame) from the state, per call (copies); other

@@ -32,7 +32,9 @@ and as on the mujoco backend: every substep computes cfrc_ext
 last step had a wrench on (cfrc_ext would include it) or a forward has run
 since (then those at the current state). Between two reads a held sensor view
 shows what the last substep computed. A forward writes no state: the
-trajectory does not depend on what was read.
+trajectory does not depend on what was read. Substep reads (`substep_reads=`)
+are served at the current state too, declared in `Capabilities.differences`
+and warned of at construction.
 
 set_state_tensor resets the selected worlds (`mjw.reset_data` with a world
 mask: time, ctrl, act, warm start and applied forces cleared), writes their

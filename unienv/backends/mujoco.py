@@ -56,6 +56,17 @@ keep a history run them every substep.
 `get_mj_field` (capability mj_fields) serves copies of other derived MjData
 fields (cinert, cvel, cfrc_ext, ...).
 
+Substep reads (`substep_reads=`, what a reference environment reads where its
+step leaves it): those quantities are the batch's outputs as the step's last
+substep left them, with no forward pass at the state (a written row's at its
+new state); a read at the state whose forward would overwrite one raises.
+cfrc_ext comes from `mj_rnePostConstraint` on each simulation's MjData after
+the step, which the batch then keeps (`persistent`), as Gymnasium computes it
+(the hidden sensor's is a substep's first RK4 stage's). Acceleration-stage
+sensors are the last substep's, computed in the step's call with the position
+and velocity stages (and their sensors) at the new state, as dm_control's
+legacy step ends with mj_step1.
+
 Mocap poses are views of the batch's mocap_pos/mocap_quat rows; a write runs
 mj_forward for the rows written. Height scans are `Batch.ray` casts (MuJoCo's
 mj_ray per simulation, on the batch's thread pool), which leave the state and
