@@ -15,7 +15,8 @@ mj_rnePostConstraint (`substep_reads`); observations and rewards equal v5's.
 With include_cfrc_ext_in_observation=False (v5's option of that name) the
 observation is qpos and qvel only and the contact term uses the net contact
 force on each body (get_contact_forces, of the last physics substep) instead of
-cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces.
+cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces;
+the forward term then takes the torso's x at the returned state (qpos[0]).
 """
 
 import dataclasses
@@ -71,9 +72,7 @@ class Ant(Task):
     def __init__(self, **options):
         super().__init__(**options)
         self.requires = ("mj_fields",) if self.include_cfrc_ext_in_observation else ("contact_forces",)
-        self.substep_reads = (
-            ("cfrc_ext", "body_views") if self.include_cfrc_ext_in_observation else ("body_views",)
-        )
+        self.substep_reads = ("cfrc_ext", "body_views") if self.include_cfrc_ext_in_observation else ()
 
     def observation_blocks(self):
         blocks = {"qpos": NQ - 2, "qvel": NV}
@@ -95,7 +94,10 @@ class Ant(Task):
         else:
             wrench = backend.get_contact_forces(self.bodies)
         s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 14, 6) or (N, 13, 3)
-        s["x"] = xp.asarray(backend.get_body_views(self.torso).pos)[:, 0, 0]  # v5's torso xpos
+        if self.include_cfrc_ext_in_observation:  # v5's torso xpos, from its last RK4 stage
+            s["x"] = xp.asarray(backend.get_body_views(self.torso).pos)[:, 0, 0]
+        else:  # its position at the state: the free joint's x (contact forces need no forward)
+            s["x"] = s["qpos"][:, 0]
         z = s["qpos"][:, 2]
         s["healthy"] = (
             healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
