@@ -31,15 +31,33 @@ def ctrl_cost(action, weight: float):
     return -weight * (action * action).sum(1)
 
 
+def v5_ctrl_cost(task, action, weight: float):
+    """-weight |action|^2 per env as Gymnasium's v5 computes it from its float32 actions:
+    squared, summed and weighted in float32 (then in the task's dtype, exactly)."""
+    xp = task.xp
+    a = xp.astype(action, xp.float32)
+    return xp.astype(-weight * (a * a).sum(1), task.dtype)
+
+
+def v5_total(terms: dict[str, Any], costs: tuple[str, ...] = ("ctrl", "contact")):
+    """The reward in v5's order: the rewards summed, then the costs summed and subtracted
+    ((forward + healthy) - (ctrl + contact)); `terms` holds the costs negated, so the costs'
+    sum is added (negation is exact)."""
+    gains = [v for k, v in terms.items() if k not in costs]
+    losses = [v for k, v in terms.items() if k in costs]
+    out = sum(gains[1:], gains[0])
+    return out + sum(losses[1:], losses[0]) if losses else out
+
+
 def locomotion_terms(task, s, prev, action) -> dict[str, Any]:
     """Gymnasium's forward, healthy and ctrl reward terms, from the task's options of those
     names: the root's x velocity over the step (qpos[:, 0]), a reward while s["healthy"],
-    and the control cost."""
+    and the control cost (v5's, in float32)."""
     return {
         "forward": task.forward_reward_weight
         * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], task.dt),
         "healthy": task.healthy_reward * task.xp.astype(s["healthy"], task.dtype),
-        "ctrl": ctrl_cost(action, task.ctrl_cost_weight),
+        "ctrl": v5_ctrl_cost(task, action, task.ctrl_cost_weight),
     }
 
 

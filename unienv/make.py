@@ -56,6 +56,8 @@ def make(
     if dr_terms:  # the backend must know which parameters will vary per env
         randomize = (*options.pop("randomize", ()), *domain_randomization.backend_params(dr_terms))
         options["randomize"] = tuple(dict.fromkeys(randomize))
+    if the_task.substep_reads:  # the backend must know which reads skip the forward at the state
+        options["substep_reads"] = the_task.substep_reads
     sim = backends.create(backend, the_task.scene, num_envs, the_task.sim_dt, device=device, **options)
     try:
         return UniEnv(

@@ -122,6 +122,11 @@ class Task(abc.ABC):
     # backend capabilities the task needs (Capabilities field names); UniEnv checks them
     # before setup, so a task fails at construction on a backend that lacks one
     requires: tuple[str, ...] = ()
+    # derived quantities (unienv.backends.SUBSTEP_READS) read as the engine's last physics
+    # substep left them, where the reference environment a task reproduces reads them; every
+    # other read describes the returned state. unienv.make hands them to the backend, which
+    # then skips the forward pass at the state (an engine that cannot declares it)
+    substep_reads: tuple[str, ...] = ()
     # free camera for videos: lookat (or a body to track), distance, azimuth, elevation
     camera: dict[str, Any] = {"distance": 4.0, "azimuth": 90.0, "elevation": -20.0, "lookat": (0.0, 0.0, 0.5)}
     # the robot's root body: its floating base, or the first moving body of a fixed-base robot;

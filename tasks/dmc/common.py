@@ -15,8 +15,9 @@ Invariants:
   body orientations are the rows of `xmat` (computed here from the body quaternions as
   `mju_quat2Mat` does), positions `xpos`, `xipos` and `site_xpos` (a geom's from its body's
   pose and its constant offset), sensors `sensordata`.
-  Acceleration-stage sensors (touch) are read at the returned state; dm_control's legacy
-  step leaves them one substep behind (its last `mj_step2`).
+  Acceleration-stage sensors (touch) are read where dm_control's legacy step leaves them,
+  as its last substep computed them (`substep_reads = ("sensors",)` in hopper and finger);
+  its closing `mj_step1` puts positions, velocities and the other sensors at the state.
 - The action is the actuators' input (`ctrl`), in [-1, 1] as every suite model's ctrlrange.
 - Random initial states and targets come from unienv's per-env streams, drawn by the
   same rules as dm_control's (not its numbers). A target that dm_control places by editing

@@ -15,8 +15,8 @@ circle of radius 0.13 (the spinner's length) around the spinner's hinge; finger 
 ~ U(their range), spinner ~ U(-pi, pi), at rest. dm_control redraws the joints until the
 state has no contact; a reset here cannot run collision detection, so a drawn state may
 start in contact, which the first steps resolve. dm_control moves the target site in the
-model; here each env keeps its target in memory. Touch sensors are read at the returned
-state (see tasks/dmc/common.py).
+model; here each env keeps its target in memory. Touch sensors are read as dm_control's
+step leaves them, from its last substep (`substep_reads`; see tasks/dmc/common.py).
 """
 
 import gymnasium as gym
@@ -42,6 +42,7 @@ class FingerTurnEasy(DMCTask):
     camera = {"distance": 1.5, "azimuth": 90.0, "elevation": -5.0, "lookat": (0.0, 0.0, 0.4)}
     target_radius = 0.07
     XZ = [0, 2]
+    substep_reads = ("sensors",)  # touch: dm_control's last substep's
 
     def read(self, backend):
         xp, s = self.xp, self.read_state(backend)

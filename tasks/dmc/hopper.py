@@ -7,8 +7,9 @@ sensors (2). Reward: standing x (stand: small control; hop: hopping), standing =
 tolerance(torso COM z - foot COM z, (0.6, 2)), small control = (4 + mean tolerance(ctrl,
 margin 1, quadratic)) / 5, hopping = tolerance(torso subtree x velocity, (2, inf), margin
 1, linear, value_at_margin 0.5). Reset: dm_control's rule (root pitch ~ U(-pi, pi), limited
-joints ~ U(range)), at rest. The touch sensors are read at the returned state (see
-tasks/dmc/common.py); needs `mj_fields` (the bodies' COM positions).
+joints ~ U(range)), at rest. The touch sensors are read as dm_control's step leaves
+them, from its last substep (`substep_reads`; see tasks/dmc/common.py); needs `mj_fields`
+(the bodies' COM positions).
 """
 
 import gymnasium as gym
@@ -29,6 +30,7 @@ class HopperStand(DMCTask):
     time_limit = 20.0
     root_body = "torso"
     requires = ("mj_fields",)
+    substep_reads = ("sensors",)  # touch: dm_control's last substep's
     blocks = BLOCKS
     single_action_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -10.0, "track_body": "torso"}

@@ -8,17 +8,15 @@ healthy (1 while 0.2 <= torso z <= 1 and the state is finite), ctrl (-0.5
 |a|^2) and contact (-5e-4 |clip(cfrc_ext, -1, 1)|^2). Terminates when unhealthy; truncated after 1000
 steps. Reset: qpos0 + U(-0.1, 0.1), qvel N(0, 0.1^2).
 
-The default needs the backend's `mj_fields` (cfrc_ext). Deliberate
-differences: v5 reads cfrc_ext and the torso position where mj_step leaves
-them (its last RK4 stage); here they are at the state the env returns, as
-after mj_forward (the parity test compares with v5 refreshed by mj_forward),
-and the torso x is the free joint's qpos[0], which is its xpos there. Against
-unmodified v5 the clipped cfrc_ext entries differ by up to 2 and rewards by
-up to ~0.07.
+The default needs the backend's `mj_fields` (cfrc_ext). As v5 does, it reads
+cfrc_ext and the torso's position (xpos, for the forward term) where mj_step
+leaves them, from the last RK4 stage of the last substep, cfrc_ext after
+mj_rnePostConstraint (`substep_reads`); observations and rewards equal v5's.
 With include_cfrc_ext_in_observation=False (v5's option of that name) the
 observation is qpos and qvel only and the contact term uses the net contact
 force on each body (get_contact_forces, of the last physics substep) instead of
-cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces.
+cfrc_ext's 6-D wrench, so that it runs on every backend with contact forces;
+the forward term then takes the torso's x at the returned state (qpos[0]).
 """
 
 import dataclasses
@@ -27,9 +25,17 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import healthy_state, locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import (
+    forward_velocity,
+    healthy_state,
+    locomotion_terms,
+    noisy_reset,
+    read_state,
+    unhealthy,
+    v5_total,
+)
 
 NQ, NV, BODIES = 15, 14, 13  # ant.xml: a free joint and 8 hinges; its bodies but the world
 
@@ -66,6 +72,7 @@ class Ant(Task):
     def __init__(self, **options):
         super().__init__(**options)
         self.requires = ("mj_fields",) if self.include_cfrc_ext_in_observation else ("contact_forces",)
+        self.substep_reads = ("cfrc_ext", "body_views") if self.include_cfrc_ext_in_observation else ()
 
     def observation_blocks(self):
         blocks = {"qpos": NQ - 2, "qvel": NV}
@@ -76,16 +83,21 @@ class Ant(Task):
     def setup(self, backend):
         super().setup(backend)
         self.bodies = np.arange(1, len(backend.names("body")))  # all but the world
+        self.torso = backend.find("body", [self.root_body])
         self.qpos0 = self.array(backend.info.qpos0)
         self.nv = backend.nv
 
     def read(self, backend):
         xp, s = self.xp, read_state(self, backend)
         if self.include_cfrc_ext_in_observation:
-            wrench = backend.get_mj_field("cfrc_ext")[:, 1:]
+            wrench = backend.get_mj_field("cfrc_ext")  # the world's (zero) too: v5's sum has it
         else:
             wrench = backend.get_contact_forces(self.bodies)
-        s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 13, 6) or (N, 13, 3)
+        s["contact"] = xp.clip(xp.asarray(wrench), *self.contact_force_range)  # (N, 14, 6) or (N, 13, 3)
+        if self.include_cfrc_ext_in_observation:  # v5's torso xpos, from its last RK4 stage
+            s["x"] = xp.asarray(backend.get_body_views(self.torso).pos)[:, 0, 0]
+        else:  # its position at the state: the free joint's x (contact forces need no forward)
+            s["x"] = s["qpos"][:, 0]
         z = s["qpos"][:, 2]
         s["healthy"] = (
             healthy_state(self, s) & (z >= self.healthy_z_range[0]) & (z <= self.healthy_z_range[1])
@@ -95,13 +107,15 @@ class Ant(Task):
     def observe(self, s, memory):
         obs = [s["qpos"][:, 2:], s["qvel"]]
         if self.include_cfrc_ext_in_observation:
-            obs.append(s["contact"].reshape(len(s["contact"]), -1))
+            obs.append(s["contact"][:, 1:].reshape(len(s["contact"]), -1))
         return self.xp.concat(obs, 1)
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
-        terms["contact"] = -self.contact_cost_weight * (s["contact"] * s["contact"]).sum((1, 2))
-        return total(terms), terms
+        terms["forward"] = self.forward_reward_weight * forward_velocity(s["x"], prev["x"], self.dt)
+        contact = s["contact"].reshape(len(s["contact"]), -1)  # summed flat, as v5 does
+        terms["contact"] = -self.contact_cost_weight * (contact * contact).sum(1)
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return unhealthy(self, s)

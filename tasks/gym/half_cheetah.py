@@ -14,9 +14,9 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, forward_velocity, noisy_reset, read_state
+from unienv.tasks.common import forward_velocity, noisy_reset, read_state, v5_ctrl_cost, v5_total
 
 NQ, NV = 9, 9  # half_cheetah.xml: root x, z, angle and 6 hinges
 
@@ -60,9 +60,9 @@ class HalfCheetah(Task):
         terms = {
             "forward": self.forward_reward_weight
             * forward_velocity(s["qpos"][:, 0], prev["qpos"][:, 0], self.dt),
-            "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
+            "ctrl": v5_ctrl_cost(self, action, self.ctrl_cost_weight),
         }
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return self.xp.zeros(len(s["qpos"]), self.xp.bool)

@@ -11,12 +11,9 @@ included, read from cinert), healthy (5 while 1 < z < 2 for the torso), ctrl
 (-0.1 |a|^2) and contact (-min(5e-7 |cfrc_ext|^2, 10)). Terminates when
 unhealthy; truncated after 1000 steps. Reset: qpos0 and zero qvel plus U(-0.01, 0.01).
 
-Needs the backend's `mj_fields`. Deliberate difference: v5 reads cinert, cvel,
-cfrc_ext and the body COMs where mj_step leaves them (from its last RK4 stage);
-here they are at the state the env returns, as after mj_forward. The parity
-test compares with v5 refreshed by mj_forward (identical, trajectories
-unchanged); against unmodified v5 the cfrc_ext entries differ by hundreds of N
-and rewards by up to ~0.35 (contact and forward terms).
+Needs the backend's `mj_fields`, read as v5 reads cinert, cvel, qfrc_actuator,
+cfrc_ext and the body COMs: where mj_step leaves them, from the last RK4 stage
+of the last substep, cfrc_ext after mj_rnePostConstraint (`substep_reads`).
 """
 
 import dataclasses
@@ -25,9 +22,17 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, forward_velocity, inside, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import (
+    ctrl_cost,
+    forward_velocity,
+    inside,
+    noisy_reset,
+    read_state,
+    unhealthy,
+    v5_total,
+)
 
 NQ, NV, BODIES = 24, 23, 13  # humanoid.xml: a free joint and 17 hinges; its bodies but the world
 ROOT_DOFS = 6  # the free joint's, in qvel
@@ -57,6 +62,7 @@ class Humanoid(Task):
     observation_dtype = np.float64  # v5's
     camera = {"distance": 3.0, "azimuth": 90.0, "elevation": -20.0, "track_body": "torso"}
     requires = ("mj_fields",)
+    substep_reads = ("cinert", "cvel", "qfrc_actuator", "cfrc_ext", "xipos")
     Options = HumanoidOptions
 
     def observation_blocks(self):
@@ -92,7 +98,7 @@ class Humanoid(Task):
 
     def reward(self, s, prev, action, memory):
         wrench = s["cfrc_ext"]
-        contact = self.contact_cost_weight * (wrench * wrench).sum((1, 2))
+        contact = self.contact_cost_weight * (wrench * wrench).reshape(len(wrench), -1).sum(1)  # as v5 sums
         terms = {
             "forward": self.forward_reward_weight
             * forward_velocity(s["com"][:, 0], prev["com"][:, 0], self.dt),
@@ -100,7 +106,7 @@ class Humanoid(Task):
             "ctrl": ctrl_cost(action, self.ctrl_cost_weight),
             "contact": -self.xp.clip(contact, None, self.contact_cost_max),
         }
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return unhealthy(self, s)

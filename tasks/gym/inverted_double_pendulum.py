@@ -11,10 +11,8 @@ height y <= 1; truncated after 1000 steps. Reset: qpos0 + U(-0.1, 0.1), qvel
 N(0, 0.1^2).
 
 Needs the backend's `mj_fields` (site position and qfrc_constraint, as MuJoCo
-computes them). Deliberate difference: v5 reads both where mj_step leaves them,
-from the last RK4 stage of the last substep; here they are at the state the
-env returns. The parity test compares with v5 refreshed by mj_forward
-(identical); against unmodified v5 rewards differ by up to ~1e-4.
+computes them), read as v5 reads them: where mj_step leaves them, from the last
+RK4 stage of the last substep (`substep_reads`).
 """
 
 import dataclasses
@@ -49,6 +47,7 @@ class InvertedDoublePendulum(Task):
     observation_dtype = np.float64  # v5's
     camera = {"distance": 4.0, "azimuth": 90.0, "elevation": -10.0, "lookat": (0.0, 0.0, 0.6)}
     requires = ("mj_fields",)
+    substep_reads = ("site_xpos", "qfrc_constraint")
     Options = InvertedDoublePendulumOptions
 
     def observation_blocks(self):

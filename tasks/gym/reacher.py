@@ -8,10 +8,8 @@ terms, as in v5, after the step: dist (-|fingertip - target|) and ctrl
 (-|a|^2). Never terminates; truncated after 50 steps. Reset: arm qpos0 +
 U(-0.1, 0.1), target uniform in the disk of radius 0.2 (v5 draws it by
 rejection from the square; same distribution), arm qvel U(-5e-3, 5e-3),
-target qvel 0. Needs body views only. Deliberate difference: v5 reads the
-body positions where mj_step leaves them (its last RK4 stage); here they are
-at the state the env returns (against unmodified v5, obs and reward differ by
-up to ~5e-3; against v5 refreshed by mj_forward they agree to 1e-7).
+target qvel 0. Needs body views only, read as v5 reads the body positions:
+where mj_step leaves them, from its last RK4 stage (`substep_reads`).
 """
 
 import dataclasses
@@ -20,9 +18,9 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import ctrl_cost, read_state
+from unienv.tasks.common import read_state, v5_ctrl_cost, v5_total
 
 ARM_JOINTS = 2  # reacher.xml: two arm hinges, then the target's two slides
 
@@ -46,6 +44,7 @@ class Reacher(Task):
     observation_dtype = np.float64  # v5's
     camera = {"distance": 0.9, "azimuth": 90.0, "elevation": -90.0, "lookat": (0.0, 0.0, 0.0)}
     requires = ("body_views",)
+    substep_reads = ("body_views",)
     Options = ReacherOptions
 
     def observation_blocks(self):
@@ -74,9 +73,9 @@ class Reacher(Task):
     def reward(self, s, prev, action, memory):
         terms = {
             "dist": -self.reward_dist_weight * self.xp.norm(s["to_target"]),
-            "ctrl": ctrl_cost(action, self.reward_control_weight),
+            "ctrl": v5_ctrl_cost(self, action, self.reward_control_weight),
         }
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return self.xp.zeros(len(s["qpos"]), self.xp.bool)

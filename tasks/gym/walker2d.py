@@ -15,9 +15,9 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from unienv.task import Task, TaskOptions, option, total
+from unienv.task import Task, TaskOptions, option
 from unienv.tasks import GYM_ASSETS
-from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy
+from unienv.tasks.common import locomotion_terms, noisy_reset, read_state, unhealthy, v5_total
 
 NQ, NV = 9, 9  # walker2d_v5.xml: root x, z, angle and 6 hinges
 
@@ -69,7 +69,7 @@ class Walker2d(Task):
 
     def reward(self, s, prev, action, memory):
         terms = locomotion_terms(self, s, prev, action)
-        return total(terms), terms
+        return v5_total(terms), terms
 
     def terminated(self, s, memory):
         return unhealthy(self, s)

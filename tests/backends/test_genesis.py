@@ -386,3 +386,12 @@ def test_a_nan_in_one_env_is_flagged_and_the_batch_steps_on(contract):
     gs_b.set_state_tensor_mask(env2, qpos.clone(), calm.clone())
     gs_b.step_tensor(ctrl, 12)
     assert not gs_b.pop_diverged().any() and torch.isfinite(views["qpos"]).all()
+
+
+def test_substep_reads_are_served_at_the_state_declared_and_warned():
+    with pytest.warns(UserWarning, match="reads body_views at the returned state"):
+        b = create("genesis", CONTRACT, 2, 0.01, device="cpu", substep_reads=("body_views",))
+    caps = b.get_capabilities()
+    assert caps.substep_reads == frozenset()
+    assert "reads body_views at the returned state, not as the last substep left it" in caps.differences
+    b.close()

@@ -19,6 +19,7 @@ import torch
 
 from unienv.backends.base import (
     DR_TERMS,
+    SUBSTEP_READS,
     BodyViews,
     Capabilities,
     DRTerm,
@@ -141,6 +142,7 @@ __all__ = [
     "BACKENDS",
     "BackendEntry",
     "DR_TERMS",
+    "SUBSTEP_READS",
     "BodyViews",
     "Capabilities",
     "DRTerm",

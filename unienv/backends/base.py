@@ -5,7 +5,9 @@ model is cold-path metadata (NumPy, `backend.info`); its state is hot-path
 torch tensors on `backend.device` with the batch dimension first.
 
 Lifecycle: the constructor parses and compiles the scene and validates every
-option; `materialize()` builds the batched state (idempotent, run by the first
+option (`substep_reads=` names the derived quantities to serve as the last physics
+substep left them, not at the returned state: `scene.SUBSTEP_READS`; an engine that
+cannot serves them at the state, and declares and warns of it); `materialize()` builds the batched state (idempotent, run by the first
 state access); `close()` releases the engine (idempotent); any later hot-path
 call raises BackendClosedError. Backends are context managers.
 
@@ -47,6 +49,7 @@ import abc
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +62,7 @@ from unienv.backends.features import SCAN_ABOVE, SCAN_BELOW, TERRAIN_GROUP, Feat
 from unienv.backends.randomization import Randomization
 from unienv.backends.scene import (  # noqa: F401 (re-exported: their import path before the split)
     MJ_FIELDS,
+    SUBSTEP_READS,
     BodyViews,
     SceneInfo,
     compile_spec,
@@ -95,9 +99,12 @@ class Capabilities:
     # the hot path (steps, state writes, reads, DR writes) can be recorded into one CUDA
     # graph by the caller (torch.cuda.graph), as UniEnv does for a whole env step
     cuda_graph: bool = False
-    # where the backend knowingly differs from MuJoCo on this scene (integrator, contact model),
-    # one line each; the backend also warns with them at construction
+    # where the backend knowingly differs from MuJoCo on this scene (integrator, contact model,
+    # a substep read served at the state), one line each; the backend also warns with them at
+    # construction
     differences: tuple[str, ...] = ()
+    # the derived quantities (SUBSTEP_READS) this backend serves as its last substep left them
+    substep_reads: frozenset[str] = frozenset()
 
 
 class Metadata:
@@ -158,6 +165,8 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
     # the unchecked entries take NumPy arrays as they are (an engine whose state is in host
     # arrays); elsewhere they are wrapped as tensors first
     takes_numpy: bool = False
+    # the quantities of SUBSTEP_READS that the engine can serve as its last substep left them
+    serves_substep: frozenset[str] = frozenset()
 
     def __init__(
         self,
@@ -167,6 +176,7 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
         *,
         device: str | torch.device | None = None,
         randomize: Iterable[str] = (),
+        substep_reads: Iterable[str] = (),
     ):
         checks.checked_counts(num_envs, sim_dt)
         if device is not None:
@@ -181,8 +191,24 @@ class SimBackend(Metadata, Randomization, Features, abc.ABC):
         if isinstance(randomize, str):
             randomize = (randomize,)
         self._requested_dr = tuple(randomize)
+        self._substep_reads, self._substep_differences = self._checked_substep_reads(substep_reads)
         self._dr_compiled: dict[str, torch.Tensor] = {}  # compiled DR values on the device, for checks
         self._sensor_ids: dict[str, int] = {}  # get_sensor_view's ids by name, as found
+
+    def _checked_substep_reads(self, names: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The substep reads this engine serves, and one line (also warned) for each it serves
+        at the returned state instead."""
+        names = (names,) if isinstance(names, str) else tuple(names)
+        for name in names:
+            if name not in SUBSTEP_READS:
+                raise unknown_name("substep_reads: quantity", name, SUBSTEP_READS)
+        unserved = [name for name in names if name not in self.serves_substep]
+        lines = tuple(
+            f"reads {name} at the returned state, not as the last substep left it" for name in unserved
+        )
+        for line in lines:
+            warnings.warn(f"{self.name} backend: {line}", stacklevel=4)
+        return frozenset(names) & self.serves_substep, lines
 
     # bumped whenever the engine moves the memory its hot path uses (e.g. a model field made
     # per env on its first DR write): a CUDA graph recorded before then is stale

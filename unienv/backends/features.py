@@ -7,7 +7,8 @@ derived fields (`get_mj_field`, MJ_FIELDS), mocap bodies moved per env
 (`set_mocap_pose_tensor*`, `get_mocap_views`) and height scans of terrain (`get_height_scan`:
 the engine's vertical ray casts onto geom group TERRAIN_GROUP, around a body in its yaw frame).
 
-Invariants: derived quantities describe the backend's current state; a write that raises has
+Invariants: derived quantities describe the backend's current state (but those named in its
+`substep_reads=`, which describe what the last physics substep left); a write that raises has
 changed nothing; a masked write on a `sync_free` backend reads nothing on the host and leaves
 its bad rows unwritten (the backend's input policy, `checks.DeviceInputs`).
 
@@ -83,7 +84,9 @@ class Features(abc.ABC):
 
         Values are those at the current state, as `mj_forward` then
         `mj_rnePostConstraint` compute them (not one substep behind, as after
-        `mj_step`), with the controls of the last step.
+        `mj_step`), with the controls of the last step; a field named in the
+        backend's `substep_reads=` is what `mj_step` left (cfrc_ext then after
+        `mj_rnePostConstraint`), as Gymnasium reads it.
         """
         return self._mj_field(self._checked_field(name))
 

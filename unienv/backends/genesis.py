@@ -51,6 +51,9 @@ Genesis's solver warm start is cleared, so the next steps may differ from the
 original run in the last bits. On CUDA runs are reproducible only to float
 tolerance (atomic reductions).
 
+Substep reads (`substep_reads=`) are served at the current state, declared in
+`Capabilities.differences` and warned of at construction.
+
 Capability differences from the mujoco backend: Genesis does not parse MJCF
 sensors, so the backend computes jointpos, jointvel, framepos and framequat
 (of sites and bodies, world frame) from the state, per call (copies); other
@@ -204,11 +207,14 @@ class GenesisBackend(SimBackend):
         *,
         device: str | torch.device | None = None,
         randomize: Iterable[str] = (),
+        substep_reads: Iterable[str] = (),
         precision: str | None = None,
         integrator: str | None = None,
         rigid_options: Mapping[str, Any] | None = None,
     ):
-        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        super().__init__(
+            scene, num_envs, sim_dt, device=device, randomize=randomize, substep_reads=substep_reads
+        )
         self.device = resolve_device(device)
         if precision is None:
             precision = "32" if self.device.type == "cuda" else "64"
@@ -237,7 +243,7 @@ class GenesisBackend(SimBackend):
             dtype=self._dtype,
             deterministic=self.device.type == "cpu",
             sync_free=True,
-            differences=self._differences,
+            differences=self._differences + self._substep_differences,
         )
 
     # ---- lifecycle ----------------------------------------------------------

@@ -32,7 +32,9 @@ and as on the mujoco backend: every substep computes cfrc_ext
 last step had a wrench on (cfrc_ext would include it) or a forward has run
 since (then those at the current state). Between two reads a held sensor view
 shows what the last substep computed. A forward writes no state: the
-trajectory does not depend on what was read.
+trajectory does not depend on what was read. Substep reads (`substep_reads=`)
+are served at the current state too, declared in `Capabilities.differences`
+and warned of at construction.
 
 set_state_tensor resets the selected worlds (`mjw.reset_data` with a world
 mask: time, ctrl, act, warm start and applied forces cleared), writes their
@@ -171,10 +173,13 @@ class MjwarpBackend(SimBackend):
         *,
         device: str | torch.device | None = None,
         randomize=(),
+        substep_reads=(),
         nconmax: int | None = None,
         njmax: int | None = None,
     ):
-        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        super().__init__(
+            scene, num_envs, sim_dt, device=device, randomize=randomize, substep_reads=substep_reads
+        )
         for arg, value in (("nconmax", nconmax), ("njmax", njmax)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ArgumentError(f"{arg}: expected a positive int or None, got {value!r}")
@@ -217,6 +222,7 @@ class MjwarpBackend(SimBackend):
             height_scan=True,
             sync_free=True,
             cuda_graph=self.device.type == "cuda",
+            differences=self._substep_differences,
         )
 
     # ---- lifecycle ----------------------------------------------------------

@@ -56,6 +56,17 @@ keep a history run them every substep.
 `get_mj_field` (capability mj_fields) serves copies of other derived MjData
 fields (cinert, cvel, cfrc_ext, ...).
 
+Substep reads (`substep_reads=`, what a reference environment reads where its
+step leaves it): those quantities are the batch's outputs as the step's last
+substep left them, with no forward pass at the state (a written row's at its
+new state); a read at the state whose forward would overwrite one raises.
+cfrc_ext comes from `mj_rnePostConstraint` on each simulation's MjData after
+the step, which the batch then keeps (`persistent`), as Gymnasium computes it
+(the hidden sensor's is a substep's first RK4 stage's). Acceleration-stage
+sensors are the last substep's, computed in the step's call with the position
+and velocity stages (and their sensors) at the new state, as dm_control's
+legacy step ends with mj_step1.
+
 Mocap poses are views of the batch's mocap_pos/mocap_quat rows; a write runs
 mj_forward for the rows written. Height scans are `Batch.ray` casts (MuJoCo's
 mj_ray per simulation, on the batch's thread pool), which leave the state and
@@ -82,6 +93,7 @@ import torch
 from mujoco import batch as mjbatch
 
 from unienv.backends.base import (
+    MJ_FIELDS,
     TERRAIN_GROUP,
     Capabilities,
     DRTerm,
@@ -91,7 +103,8 @@ from unienv.backends.base import (
     load_mjmodel,
 )
 from unienv.backends.dr_rules import RULES, ModelDR
-from unienv.backends.mujoco_reads import _ACC, _NONE, _SENSED, MujocoReads
+from unienv.backends.mujoco_reads import _ACC, _NONE, _SENSED, _VEL, RECOMPUTED_AT, MujocoReads
+from unienv.backends.scene import SUBSTEP_READS
 from unienv.errors import ArgumentError
 
 _HIDDEN_SENSOR = "_unienv_cfrc"
@@ -136,6 +149,7 @@ class MujocoBackend(MujocoReads, SimBackend):
 
     name = "mujoco"
     takes_numpy = True  # the batch's rows are NumPy: host arrays are copied in as they are
+    serves_substep = frozenset(SUBSTEP_READS)
 
     def __init__(
         self,
@@ -145,9 +159,12 @@ class MujocoBackend(MujocoReads, SimBackend):
         *,
         device: str | torch.device | None = None,
         randomize=(),
+        substep_reads=(),
         nthread: int | None = None,
     ):
-        super().__init__(scene, num_envs, sim_dt, device=device, randomize=randomize)
+        super().__init__(
+            scene, num_envs, sim_dt, device=device, randomize=randomize, substep_reads=substep_reads
+        )
         if device is not None and torch.device(device).type != "cpu":
             raise ArgumentError(
                 f"device: the mujoco backend runs on the CPU, got {device!r}; "
@@ -176,13 +193,20 @@ class MujocoBackend(MujocoReads, SimBackend):
             mj_fields=True,
             mocap=True,
             height_scan=True,
+            substep_reads=self._substep_reads,
         )
 
     # ---- lifecycle ----------------------------------------------------------
 
     def _materialize(self) -> None:
         m = self.model
-        self._batch = b = mjbatch.Batch(m, nsim=self.num_envs, nthread=self.nthread)
+        substep = self._substep_reads
+        # cfrc_ext as the last substep left it is computed from each simulation's own MjData
+        self._batch = b = mjbatch.Batch(
+            m, nsim=self.num_envs, nthread=self.nthread, persistent="cfrc_ext" in substep
+        )
+        self._post_data = mujoco.MjData(m) if "cfrc_ext" in substep else None
+        self._cfrc_ext = np.zeros((self.num_envs, m.nbody, 6))
         b.reset(stage=_ACC)
         self._ctrl = b.bind("ctrl")
         self._qpos = b.bind("qpos")
@@ -209,7 +233,16 @@ class MujocoBackend(MujocoReads, SimBackend):
         self._unstable_total = int(self._unstable.sum())  # of _unstable, or None after a state write
         self._wrench_pending = False
         self._pushed = False  # the last step ran with a wrench on
-        self._mj_bound: dict[str, np.ndarray] = {}  # get_mj_field's fields, bound on first use
+        # get_mj_field's fields, bound on first use; substep reads at once (a field bound later
+        # is zero until the next call, which would then be a forward at the state)
+        self._mj_bound = {name: b.bind(name) for name in substep if name in MJ_FIELDS}
+        # the highest forward stage a read at the state may run without recomputing a substep read
+        capped_by = min(substep, key=RECOMPUTED_AT.get, default=None)
+        self._state_cap = _SENSED if capped_by is None else RECOMPUTED_AT[capped_by] - 1
+        self._capped_by = capped_by
+        # acceleration-stage sensors as substep reads: every step runs its last substep with
+        # sensors on and the position and velocity stages at the new state (as mj_step1)
+        self._floor = _VEL if "sensors" in substep else _NONE
         # mj_resetData clears a sim's whole buffer, arena included; for models whose state row holds
         # only these fields, zeroing the row and writing qpos and qvel is the same reset
         plain = m.neq == 0 and m.nmocap == 0 and m.npluginstate == 0 and m.nhistory == 0 and m.nflex == 0
@@ -233,7 +266,7 @@ class MujocoBackend(MujocoReads, SimBackend):
     def _step(self, ctrl: torch.Tensor | np.ndarray, nsteps: int, rows: np.ndarray | None = None) -> None:
         self._ctrl[:] = ctrl if ctrl.__class__ is np.ndarray else ctrl.detach().numpy()
         # the stage read since the last step, at the new state (none with a wrench on: cfrc_ext)
-        stage = _NONE if self._wrench_pending else self._wanted
+        stage = max(_NONE if self._wrench_pending else self._wanted, self._floor)
         # sensors (the hidden one makes MuJoCo compute cfrc_ext; reach 9%, cartpole 4% of the
         # physics) run only where read: at the new state for a sensor or field read (a forward
         # after silent substeps, 0.2-1.6% cheaper than sensors on in the last), else in the last
@@ -256,11 +289,12 @@ class MujocoBackend(MujocoReads, SimBackend):
             self._sensors(True)
             self._batch.step(rows, nstep=nsteps, stage=stage)
         else:
-            silent = nsteps - self._contacts_read
+            sensed = self._contacts_read or self._floor == _VEL  # the last substep's sensors are read
+            silent = nsteps - sensed
             if silent:
                 self._sensors(False)
-                self._batch.step(rows, nstep=silent, stage=_NONE if self._contacts_read else stage)
-            if self._contacts_read:
+                self._batch.step(rows, nstep=silent, stage=_NONE if sensed else stage)
+            if sensed:
                 self._sensors(True)
                 self._batch.step(rows, nstep=1, stage=stage)
         self._fresh, self._wanted = stage, _NONE
@@ -301,7 +335,8 @@ class MujocoBackend(MujocoReads, SimBackend):
         self._any_stale = True
 
     def _apply_body_wrench(self, body_ids: np.ndarray, force: torch.Tensor, torque: torch.Tensor) -> None:
-        self._refresh()  # contact forces read before the step must not include the wrench
+        if self._state_cap == _SENSED:  # substep reads keep the last substep's values
+            self._refresh()  # contact forces read before the step must not include the wrench
         self._xfrc[:] = 0.0
         self._xfrc[:, body_ids, :3] = force.numpy()
         self._xfrc[:, body_ids, 3:] = torque.numpy()

@@ -5,6 +5,9 @@ The stages: a read names the highest stage it needs (body views and Jacobians `m
 sensors and MuJoCo fields the whole `mj_forward`, `_SENSED` with sensors on); the first read
 after a step computes it over every env, and the next step computes it inside its own batch
 call (the module docstring of `unienv.backends.mujoco` says when and what it costs).
+A substep read (`substep_reads=`) computes nothing at the state: it serves what the step's
+last substep left (and a written row's values at its new state), and a read at the state
+that would recompute it raises.
 
 `HostReads` serves a task that computes in NumPy (what the env hands `Task.read` on the CPU
 engine): the same reads with the same checks and values, as NumPy arrays, with no torch view
@@ -23,6 +26,7 @@ import numpy as np
 import torch
 
 from unienv.backends.scene import BodyViews, host_body_views
+from unienv.errors import CapabilityError
 
 _ACC = mujoco.mjtStage.mjSTAGE_ACC.value
 _VEL = mujoco.mjtStage.mjSTAGE_VEL.value
@@ -31,6 +35,22 @@ _NONE = mujoco.mjtStage.mjSTAGE_NONE.value
 # compute); _ACC alone is mj_forward with sensors off, all that MuJoCo fields but cfrc_ext need
 _SENSED = _ACC + 1
 _SENSORS_OFF = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
+_POS = mujoco.mjtStage.mjSTAGE_POS.value
+# the stage that computes each MuJoCo field at the state (cfrc_ext: the hidden sensor's)
+_FIELD_STAGE = {
+    "cinert": _POS,
+    "xipos": _POS,
+    "site_xpos": _POS,
+    "cvel": _VEL,
+    "qfrc_actuator": _ACC,
+    "qfrc_constraint": _ACC,
+    "cfrc_ext": _SENSED,
+}
+# the forward stage at the state that overwrites each substep read: kinematics and collision
+# (cfrc_ext's contacts) run in the position stage; acceleration-stage sensors are kept by a
+# forward up to the velocity stage in the step's own call, which a full forward (run with
+# sensors off) is not
+RECOMPUTED_AT = {**_FIELD_STAGE, "cfrc_ext": _POS, "body_views": _POS, "sensors": _ACC}
 
 
 class MujocoReads:
@@ -59,8 +79,17 @@ class MujocoReads:
     def _refresh(self, stage: int = _SENSED) -> None:
         """The forward stages up to `stage` over all envs if a step left them behind the state,
         or mj_forward over the rows whose state was set since."""
+        if stage > self._state_cap:
+            raise CapabilityError(
+                f"substep_reads: a read at the returned state would recompute {self._capped_by}, "
+                "which this backend serves as the last substep left it"
+            )
         self._wanted = max(self._wanted, stage)
         if self._fresh < stage:
+            # a forward short of the acceleration stage leaves the acceleration-stage sensors
+            # to whichever simulation last ran on the batch's MjData: with those as substep
+            # reads (which only the step's own call keeps), the whole mj_forward runs here
+            stage = _SENSED if self._floor == _VEL else stage
             self._forward(stage=stage)
             self._fresh = stage
             self._stale[:] = False
@@ -71,18 +100,24 @@ class MujocoReads:
     def _refresh_stale(self) -> None:
         """mj_forward for the rows whose state was set since their outputs were computed."""
         if self._any_stale:
-            self._forward(np.flatnonzero(self._stale))
+            stale = self._stale  # every row (a whole reset): no ids, which the batch converts
+            self._forward(None if stale.all() else np.flatnonzero(stale))
             self._stale[:] = False
             self._any_stale = False
 
     # ---- the reads in NumPy -----------------------------------------------------
 
     def _host_body_views(self, body_ids: np.ndarray) -> BodyViews:
-        self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
+        if "body_views" in self._substep_reads:
+            self._refresh_stale()
+        else:
+            self._refresh(_VEL)  # xpos, xquat, subtree_com (positions) and cvel (velocities)
         return host_body_views(self._out, self._root, body_ids)
 
     def _sensor_columns(self, sensor_id: int) -> slice:
-        self._refresh()
+        # as substep reads, acceleration-stage sensors are the last substep's (every step then
+        # runs it with sensors on and the position and velocity ones at the state, as mj_step1)
+        self._refresh(_VEL if "sensors" in self._substep_reads else _SENSED)
         adr = int(self.info.sensor_adr[sensor_id])
         return slice(adr, adr + int(self.info.sensor_dim[sensor_id]))
 
@@ -105,11 +140,29 @@ class MujocoReads:
         if name not in self._mj_bound:  # a newly bound output is filled by the next call
             self._mj_bound[name] = self._batch.bind(name)
             self._fresh = _NONE
-        self._refresh(_SENSED if name == "cfrc_ext" else _ACC)  # only cfrc_ext needs the sensors
+        if name == "cfrc_ext" and name in self._substep_reads:
+            self._refresh_stale()
+            return self._post_constraint_cfrc_ext()
+        if name in self._substep_reads:
+            self._refresh_stale()
+        else:
+            self._refresh(_FIELD_STAGE[name])  # only cfrc_ext needs the sensors
         value = self._mj_bound[name].copy()
         if name == "site_xpos":  # without the hidden sensor's site, which is last
             value = value[:, : len(self.info.names["site"])]
         return value
+
+    def _post_constraint_cfrc_ext(self) -> np.ndarray:
+        """cfrc_ext as mj_rnePostConstraint computes it from what each simulation's last call
+        left (the last substep's last stage, as Gymnasium reads it): MuJoCo computes it only
+        for sensors, which RK4 evaluates at a substep's first stage, so it is computed here on
+        each simulation's MjData, which the batch keeps for this read (`persistent`)."""
+        data, out = self._post_data, self._cfrc_ext
+        for i in range(self.num_envs):
+            self._batch.get_data(i, data)
+            mujoco.mj_rnePostConstraint(self.model, data)
+            out[i] = data.cfrc_ext
+        return out.copy()
 
     # ---- the contract's tensors: the same arrays, wrapped ------------------------
 

@@ -41,6 +41,14 @@ MJ_FIELDS = {
 """MuJoCo's derived mjData fields that `get_mj_field` serves (the `mj_fields` capability),
 with what their second axis runs over. Gymnasium's MuJoCo tasks observe them."""
 
+SUBSTEP_READS = (*MJ_FIELDS, "body_views", "sensors")
+"""The derived quantities a task may read as the engine's last physics substep left them
+(`Task.substep_reads`, the backend's `substep_reads=`) instead of at the state the step
+returns: MuJoCo's fields, body views, and acceleration-stage sensors (touch, force), whose
+position and velocity sensors stay at the state, as after mj_step1. A reference
+environment reads them there: Gymnasium's v5 envs after mj_step (cfrc_ext after
+mj_rnePostConstraint), dm_control's legacy step its touch sensors."""
+
 
 class BodyViews(NamedTuple):
     """Poses and velocities of bodies, world frame, (num_envs, B, ...)."""

@@ -122,7 +122,14 @@ def measure(
     replay = Replay(env, actions, REPLAY_STEPS)
     n_calls = max(1, round(seconds * REPLAY_STEPS / (time.perf_counter() - begin)))
     the_task = env.task  # its scene: a terrain task writes its own
-    sim = backends.create(backend, env.backend.scene, num_envs, the_task.sim_dt, device=device)
+    sim = backends.create(
+        backend,
+        env.backend.scene,
+        num_envs,
+        the_task.sim_dt,
+        device=device,
+        substep_reads=the_task.substep_reads,
+    )  # reads as the env's task reads them
     sim.materialize()
     raw = backends.raw_loop(backend)(sim, the_task.decimation, replay)
     writes, controls = replay.on(sim.device, sim.get_capabilities().dtype)
