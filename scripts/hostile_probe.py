@@ -779,6 +779,7 @@ def main(argv: list[str] | None = None) -> int:
         {int(r) for r in args.rows.split(",")},
         int(args.memory * GIB),
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the inputs' folder removed all the same
     work = tempfile.mkdtemp(prefix="hostile_probe_")
     with open(os.path.join(work, "sitecustomize.py"), "w") as f:
         f.write(SHIM)
