@@ -784,9 +784,12 @@ def main(argv: list[str] | None = None) -> int:
     with open(os.path.join(work, "sitecustomize.py"), "w") as f:
         f.write(SHIM)
     env = {**os.environ, "PROBE_TREE": tree, "PYTHONPATH": os.pathsep.join([tree, work]), "TMPDIR": work}
-    found = subprocess.run([sys.executable, "-c", "import unienv.tasks as t; print(t.__file__)"], env=env, cwd=work,
+    found = subprocess.run([sys.executable, "-c", "import unienv, unienv.tasks as t; print(unienv.__file__, t.__file__)"], env=env, cwd=work,
                            capture_output=True, text=True)  # fmt: skip
-    assert found.stdout.startswith(tree), (found.stdout, found.stderr[-2000:])
+    assert all(p.startswith(tree + os.sep) for p in found.stdout.split()), (
+        found.stdout,
+        found.stderr[-2000:],
+    )
     head = f"# {tree} ({_commit(tree)}), {args.memory:g} GiB address space, {args.timeout:g} s per case"
     lines = [head, f"{'row':>3}  {'case':58s} {'peak MiB':>8} {'s':>6}  verdict  outcome"]
     print("\n".join(lines), flush=True)
