@@ -47,6 +47,10 @@ def hostile_graphs(folder, genuine: str) -> list[str]:
     cases = {
         "constant_of_shape": ([helper.make_node("ConstantOfShape", ["shape"], ["z"])], [big]),
         "expand": ([helper.make_node("Expand", ["obs", "shape"], ["z"])], [big]),
+        "tile": (
+            [helper.make_node("Tile", ["obs", "reps"], ["z"])],
+            [numpy_helper.from_array(np.array([1, 1 << 26], np.int64), "reps")],
+        ),
         "broadcast_weights_1GiB": ([helper.make_node("Add", ["column", "row"], ["z"])], [column, row]),
         "weights_product": ([helper.make_node("Gemm", ["square", "square"], ["z"])], [square]),
         "obs_widened": (
@@ -125,6 +129,7 @@ def test_the_runner_deploy_check_and_play_refuse_each_hostile_graph_before_a_ses
     assert max(row["grown"] for row in rows.values()) < 256 << 20
     by = {os.path.basename(k): v["outcome"] for k, v in rows.items() if not k.startswith("play")}
     assert "operator 'ConstantOfShape' is not one unienv export writes" in by["constant_of_shape.onnx"]
+    assert "operator 'Tile' is not one unienv export writes" in by["tile.onnx"]
     assert "computes from weights alone" in by["broadcast_weights_1GiB.onnx"]
     assert "computes from weights alone" in by["weights_product.onnx"]
     assert "expected (batch, 1 to 65536 columns)" in by["obs_widened.onnx"]
@@ -144,9 +149,10 @@ def test_python_m_unienv_deploy_run_refuses_a_constant_of_shape_graph_in_one_lin
 
 
 def test_the_runners_command_line_is_one_error_line_for_every_mistake(genuine, tmp_path):
-    """Row 8 (and row 4's model folders): a misspelled robot, malformed XML, an include missing or
-    outside the folder or a FIFO, a mesh that is a FIFO, a policy missing or a FIFO, steps < 0,
-    commands that are not numbers in the policy's ranges: each one `error:` line, no traceback."""
+    """Row 8 (and row 4's model folders): a misspelled robot, malformed XML, an empty file, a
+    folder or a path that is not there for --model, an include missing or outside the folder or a
+    FIFO, a mesh that is a FIFO, a policy missing or a FIFO, steps < 0, commands that are not
+    numbers in the policy's ranges: each one `error:` line naming it, no traceback."""
     robot = tmp_path / "robot"
     robot.mkdir()
     (robot / "bad.xml").write_text('<mujoco><worldbody><geom size="1"')
@@ -158,6 +164,7 @@ def test_the_runners_command_line_is_one_error_line_for_every_mistake(genuine, t
         '<mujoco><asset><mesh file="leg.stl"/></asset><worldbody><geom type="mesh" mesh="leg"/></worldbody></mujoco>'
     )
     os.mkfifo(tmp_path / "policy_fifo.onnx")
+    (robot / "empty.xml").write_text("")
     run = ["run", genuine, "--model"]
     cases = {
         "unitree_go1x": [*run, "unitree_go1x"],
@@ -165,12 +172,16 @@ def test_the_runners_command_line_is_one_error_line_for_every_mistake(genuine, t
         "missing.xml": [*run, str(robot / "include_missing.xml")],
         "part.xml": [*run, str(robot / "include_fifo.xml")],
         "leg.stl": [*run, str(robot / "mesh_fifo.xml")],
+        "empty.xml is not valid MJCF": [*run, str(robot / "empty.xml")],
+        "robot is a folder": [*run, str(robot)],
+        "file not found: '": [*run, str(tmp_path / "nowhere.xml")],
         "policy_fifo.onnx": ["run", str(tmp_path / "policy_fifo.onnx"), "--model", SCENE],
         "no_such.onnx": ["run", str(tmp_path / "no_such.onnx"), "--model", SCENE],
         "--steps": [*run, SCENE, "--steps", "-1"],
         "lin_vel_x": [*run, SCENE, "--command", "nan", "0", "0"],
         "ang_vel_yaw": [*run, SCENE, "--command", "0", "0", "40"],
         "check leg.stl": ["check", genuine, "--model", str(robot / "mesh_fifo.xml")],
+        "check robot is a folder": ["check", genuine, "--model", str(robot)],
     }
     done = bounded.python(DRIVER, json.dumps([["-m unienv.deploy", args, None] for args in cases.values()]))
     assert done.returncode == 0, done.stderr[-3000:]

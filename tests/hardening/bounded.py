@@ -30,8 +30,13 @@ def limit(memory: int = MEMORY) -> Callable[[], None]:
 def run(
     args: list[str], *, memory: int = MEMORY, timeout: float = TIMEOUT, **kwargs
 ) -> subprocess.CompletedProcess:
-    """args run from the checkout under an address-space limit and a timeout, output captured."""
+    """args run from the checkout under an address-space limit and a timeout, output captured; the
+    checkout first on the path (a script's own folder comes first, and an editable install's
+    unienv would come before this checkout's)."""
     kwargs.setdefault("cwd", ROOT)
+    env = dict(kwargs.pop("env", None) or os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])
+    kwargs["env"] = env
     return subprocess.run(
         args, preexec_fn=limit(memory), capture_output=True, text=True, timeout=timeout, **kwargs
     )

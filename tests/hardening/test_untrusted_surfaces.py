@@ -121,6 +121,9 @@ def hostile_motions(folder, squat: Motion, g1) -> dict[str, int]:
                     np.lib.format.write_array(f, np.asanyarray(v))
         z.writestr("joint_pos.npy", npy_header((1 << 40, 3 << 10)))
     (folder / "header_21TiB.npy").write_bytes(npy_header((1 << 40, 3 << 10)))
+    with zipfile.ZipFile(folder / "header_54GiB_names.npz", "w") as z:  # 29 names of 5e8 characters
+        for k, v in good.items():
+            z.writestr(f"{k}.npy", npy_header((29,), "<U500000000") if k == "joint_names" else _npy_bytes(v))
     with zipfile.ZipFile(folder / "bad_header.npz", "w") as z:
         for k, v in good.items():
             z.writestr(
@@ -369,21 +372,31 @@ def test_a_corpus_of_hostile_motion_files_clips_and_contracts_is_refused_within_
 
 def test_motion_archives_are_read_by_name_stored_and_within_the_file(replayed):
     """Row 1: an unused deflated 256 MiB array, a deflated named one, an entry declaring more
-    than it holds, a header declaring 21 TiB, objects, duplicates, 70000 entries: each refused
-    before its data is read (20000 extra entries are left unread)."""
+    than it holds, a header declaring 21 TiB (or 29 names of 5e8 characters), objects, duplicates,
+    70000 entries: each refused before its data is read (20000 extra entries are left unread)."""
     rows = replayed[0]
     assert "'unused.npy' is compressed" in rows["motion/bomb_unused_256MiB.npz"]["outcome"]
     assert "'joint_pos.npy' is compressed" in rows["motion/bomb_joint_pos_256MiB.npz"]["outcome"]
     assert "declares 2147483648 bytes in" in rows["motion/declares_more.npz"]["outcome"]
     assert "header declares shape (1099511627776, 3072)" in rows["motion/header_21TiB.npz"]["outcome"]
     assert "not a zip archive" in rows["motion/header_21TiB.npy"]["outcome"]
+    assert (
+        "joint_names: its header declares shape (29,) of <U500000000 (54.0 GiB), its entry holds 64.0 B"
+        in rows["motion/header_54GiB_names.npz"]["outcome"]
+    )
     assert "expected numbers or text, got dtype '|O'" in rows["motion/object_array.npz"]["outcome"]
     assert "'fps.npy' appears twice" in rows["motion/duplicate_entry.npz"]["outcome"]
     assert (
         "declares 70011 entries; a NumPy .npz archive (np.savez) has at most 65536"
         in rows["motion/entries_70000.npz"]["outcome"]
     )
-    for case in ("bomb_unused_256MiB", "bomb_joint_pos_256MiB", "header_21TiB", "declares_more"):
+    for case in (
+        "bomb_unused_256MiB",
+        "bomb_joint_pos_256MiB",
+        "header_21TiB",
+        "header_54GiB_names",
+        "declares_more",
+    ):
         assert rows[f"motion/{case}.npz"]["peak"] < SLACK
 
 

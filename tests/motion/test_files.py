@@ -3,6 +3,7 @@ slerp and velocities from MuJoCo's kinematics, a save/load round trip, and bad f
 line that names what is wrong, with nothing loaded or written."""
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -184,20 +185,21 @@ def test_the_command_line_prints_one_error_line(tmp_path):
     assert done.stderr.startswith("error: ") and "expected at least one frame, got 0" in done.stderr
 
 
-def test_a_motion_at_another_rate_is_resampled_to_the_control_rate(tmp_path, model, squat):
-    """A motion file at 30 frames/s is resampled to g1_tracking's 50 (never used as if it were
-    50): its duration and its frames at the shared times are kept."""
+@pytest.mark.parametrize("fps", [30, 100])
+def test_a_motion_at_another_rate_is_resampled_to_the_control_rate(tmp_path, model, squat, fps):
+    """A motion file at 30 or 100 frames/s is resampled to g1_tracking's 50 (never used as if it
+    were 50): its duration and its frames at the shared times are kept."""
     from unienv.tasks.tracking.g1_tracking import G1Tracking
 
     pose = (squat.body_pos[:, 0], squat.body_quat[:, 0], squat.joint_pos)
-    at30 = convert.from_frames(model, *pose, 50.0, 1 / 30, "squat at 30", "squat")
-    at30.save(tmp_path / "at30.npz")
-    reference = G1Tracking(motion=str(tmp_path / "at30.npz")).reference
-    assert reference.fps == 50.0 and reference.source_fps == 30.0
-    assert reference.frames == int((at30.frames - 1) / 30 * 50 + 1e-9) + 1
-    np.testing.assert_allclose(
-        reference.joint_pos[::5], at30.joint_pos[::3][: len(reference.joint_pos[::5])], atol=1e-12
-    )
+    other = convert.from_frames(model, *pose, 50.0, 1 / fps, f"squat at {fps}", "squat")
+    other.save(tmp_path / "other.npz")
+    reference = G1Tracking(motion=str(tmp_path / "other.npz")).reference
+    assert reference.fps == 50.0 and reference.source_fps == fps
+    assert reference.frames == int((other.frames - 1) / fps * 50 + 1e-9) + 1
+    shared = math.gcd(fps, 50)  # frames/s of the times both rates hit
+    ours, theirs = reference.joint_pos[:: 50 // shared], other.joint_pos[:: fps // shared]
+    np.testing.assert_allclose(ours, theirs[: len(ours)], atol=1e-12)
 
 
 def test_evaluate_plays_a_policy_on_the_clip_it_was_trained_on(tmp_path, capsys):

@@ -83,9 +83,13 @@ class Loop:
     def __init__(self, port: int, log):
         args = [sys.executable, os.path.join(HERE, "hostile_play.py"), str(port)]
         self.log = log  # its stderr: a file, which never fills as a pipe would
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [bounded.ROOT, os.environ.get("PYTHONPATH")])),
+        }
         self.process = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("w"), text=True,
-            preexec_fn=bounded.limit(), cwd=bounded.ROOT,
+            preexec_fn=bounded.limit(), cwd=bounded.ROOT, env=env,
         )  # fmt: skip
         for line in self.process.stdout:
             if line.strip() == "ready":

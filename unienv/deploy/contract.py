@@ -87,6 +87,12 @@ def model_path(spec: str) -> str:
     asset packages included): `unitree_go1` (its scene.xml) or `unitree_g1/scene_mjx.xml`."""
     if os.path.isfile(spec):
         return spec
+    if os.path.isdir(spec):  # a model folder: its scene is a file in it, named as a path
+        scene = os.path.join(spec, "scene.xml")
+        hint = f" (its scene: {scene})" if os.path.isfile(scene) else ""
+        raise ArgumentError(f"--model: {spec} is a folder; expected an MJCF file or a Menagerie name{hint}")
+    if os.path.isabs(spec) or spec.startswith(("./", "../")):  # a path, never a Menagerie name
+        raise ArgumentError(f"--model: file not found: {spec!r}")
     name, _, file = spec.partition("/")
     try:
         return robots.model_file(name, file or "scene.xml")
