@@ -5,8 +5,8 @@ Robot, PD gains, default pose, action scale and timing are the G1's robot spec's
 (tasks/velocity/robots/g1.py: Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s
 control step). The motion
 (`motion`): a built-in clip (`unienv.motion.clips`: squat, arm_swing, made here) or a motion
-.npz (`python -m unienv motion convert`), at the control rate; it loops, so a clip that does
-not end where it starts jumps back to its first frame. Tracked bodies: BODIES (BeyondMimic's 14);
+.npz (`python -m unienv motion convert` or `record`), at the control rate; it loops, and a clip
+that ends elsewhere than it starts (a walk) goes on from where it ended (`looped`). Tracked bodies: BODIES (BeyondMimic's 14);
 the anchor is the torso. Reference targets of the bodies: the reference's bodies moved so that
 its anchor lies under the robot's (the robot's anchor x, y and heading, the reference's height),
 so drift is the anchor terms' alone; their velocities turned by the same heading. Videos draw
