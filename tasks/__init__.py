@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import gymnasium
 
-from unienv.errors import ArgumentError, CapabilityError, unknown_name
+from unienv.errors import ArgumentError, CapabilityError, install_command, unknown_name
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 """Where Gymnasium keeps the MJCF models of its MuJoCo environments."""
@@ -107,7 +107,14 @@ if importlib.util.find_spec("dm_control") is not None:
 
 def task_class(name: str):
     """The Task class registered under `name` (lower-case, e.g. "ant"); a velocity entry's is
-    the velocity task bound to its robot (`unienv.tasks.velocity.task.bind`)."""
+    the velocity task bound to its robot (`unienv.tasks.velocity.task.bind`). A DMC task without
+    the dmc extra is refused with the command that installs it, not as a misspelling."""
+    if name in DMC_TASKS and name not in TASKS:
+        raise ModuleNotFoundError(
+            f"task {name!r} is a DeepMind Control Suite task, whose models the 'dm_control' package "
+            f"ships; install it with: {install_command('dmc')}",
+            name="dm_control",
+        )
     if name not in TASKS:
         raise unknown_name("task", name, TASKS)
     entry = TASKS[name]

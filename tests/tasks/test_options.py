@@ -147,3 +147,13 @@ def test_unienv_options_lists_each_option_with_its_doc_and_default(capsys):
     assert rows["task.terminate_when_unhealthy"].endswith("  true")
     with pytest.raises(UnknownNameError, match="did you mean 'hopper'"):
         main(["options", "hoper"])
+
+
+def test_a_dmc_task_without_dm_control_names_the_extra(monkeypatch):
+    """Without the dmc extra the DMC tasks are not registered; asking for one says what to
+    install instead of "did you mean 'half_cheetah'"."""
+    monkeypatch.setattr("unienv.tasks.TASKS", {k: v for k, v in TASKS.items() if k not in DMC_TASKS})
+    with pytest.raises(ModuleNotFoundError, match=r"DeepMind Control Suite task.*\[dmc\]"):
+        task_class("dmc_cheetah_run")
+    with pytest.raises(UnknownNameError, match="did you mean 'hopper'"):
+        task_class("hoper")
