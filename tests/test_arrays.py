@@ -118,7 +118,8 @@ def test_one_envs_draws_are_the_general_numpy_draws():
                 for shape in ((3,), (2, 3), (70,), (1,), (100,)):
                     x, y = a.uniform(shape, -0.1, 0.1), b.uniform(shape, -0.1, 0.1)
                     assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-                assert a.normal((3,)).tobytes() == b.normal((3,)).tobytes()
+                for shape in ((3,), (2, 5), (40,)):
+                    assert a.normal(shape, 0.5, 0.1).tobytes() == b.normal(shape, 0.5, 0.1).tobytes()
                 assert a.integers((4,), -3, 9).tobytes() == b.integers((4,), -3, 9).tobytes()
                 assert a.uniform((2,), np.zeros(2), np.arange(1.0, 3.0), np.float32).tobytes() == (
                     b.uniform((2,), np.zeros(2), np.arange(1.0, 3.0), np.float32).tobytes()

@@ -222,6 +222,12 @@ class OneEnvSampler(NumpySampler):
     def _unit(self, count: int) -> np.ndarray:
         return np.array([[(bits & _LOW53) * 2.0**-53 for bits in self._bits(count)]])
 
+    def _box_muller(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """NumpySampler._box_muller's operations, in its order, on Python floats (sqrt is
+        correctly rounded in both)."""
+        normals = map(_gaussian, u.ravel().tolist(), v.ravel().tolist())
+        return np.fromiter(normals, np.float64, u.size).reshape(u.shape)
+
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN_INT, _MUL1_INT, _MUL2_INT = _GOLDEN & _MASK64, _MUL1 & _MASK64, _MUL2 & _MASK64
@@ -232,6 +238,10 @@ def _mix64_int(z: int) -> int:
     z = ((z ^ (z >> 30)) * _MUL1_INT) & _MASK64
     z = ((z ^ (z >> 27)) * _MUL2_INT) & _MASK64
     return z ^ (z >> 31)
+
+
+def _gaussian(u: float, v: float) -> float:
+    return math.sqrt(-2.0 * math.log1p(-u)) * math.cos(2.0 * np.pi * v)
 
 
 def _scalar(f, x: np.ndarray) -> np.ndarray:
