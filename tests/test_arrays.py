@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from unienv.utils.arrays import NUMPY, torch_namespace
-from unienv.utils.random import EnvRandom
+from unienv.utils.random import EnvRandom, NumpySampler, OneEnvSampler
 
 TORCH = torch_namespace(torch.device("cpu"))
 
@@ -102,6 +102,33 @@ def test_an_envs_numpy_draws_do_not_depend_on_which_other_envs_draw():
         x = alone.for_envs(np.array([4])).uniform((3,))
         y = together.for_envs(np.array([1, 4, 5])).uniform((3,))
         assert np.array_equal(x[0], y[1])
+
+
+def test_one_envs_draws_are_the_general_numpy_draws():
+    """OneEnvSampler (Python ints) gives the general NumpySampler's numbers bit for bit, and moves
+    the streams as it does: draws within a block, across its end (70 and 100 numbers), after seeds
+    near 2**32 and counters near 2**64 (where uint64 wraps)."""
+    fast, general = EnvRandom(5), EnvRandom(5)
+    for seed in (0, 7, 2**32 - 1):
+        fast.seed(seed), general.seed(seed)
+        for env in (0, 4):
+            for _ in range(2):
+                a, b = fast.for_envs(np.array([env])), NumpySampler(general, np.array([env]))
+                assert isinstance(a, OneEnvSampler) and not isinstance(b, OneEnvSampler)
+                for shape in ((3,), (2, 3), (70,), (1,), (100,)):
+                    x, y = a.uniform(shape, -0.1, 0.1), b.uniform(shape, -0.1, 0.1)
+                    assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+                for shape in ((3,), (2, 5), (40,)):
+                    assert a.normal(shape, 0.5, 0.1).tobytes() == b.normal(shape, 0.5, 0.1).tobytes()
+                assert a.integers((4,), -3, 9).tobytes() == b.integers((4,), -3, 9).tobytes()
+                assert a.uniform((2,), np.zeros(2), np.arange(1.0, 3.0), np.float32).tobytes() == (
+                    b.uniform((2,), np.zeros(2), np.arange(1.0, 3.0), np.float32).tobytes()
+                )
+        assert torch.equal(fast._counts, general._counts) and torch.equal(fast._keys, general._keys)
+    for r in (fast, general):
+        r._counts[2] = -10  # 2**64 - 10 as uint64: the next block's counter wraps past 2**64
+    x, y = fast.for_envs(np.array([2])).uniform((5,)), NumpySampler(general, np.array([2])).uniform((5,))
+    assert x.tobytes() == y.tobytes() and torch.equal(fast._counts, general._counts)
 
 
 @pytest.mark.parametrize("xp", [NUMPY, TORCH], ids=["numpy", "torch"])

@@ -420,3 +420,37 @@ def test_renders_headless_even_when_mujoco_was_imported_first():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(480, 640, 3) True"
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "inverted_pendulum",
+        "inverted_double_pendulum",
+        "cartpole",
+        "half_cheetah",
+        "reacher",
+        "quadruped",
+        "dmc_finger_turn_easy",
+        "reach",
+    ],
+)
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+def test_one_envs_reset_draws_are_the_general_paths(task, mode, monkeypatch):
+    """At one env the resets draw through OneEnvSampler (Python ints): episodes, autoresets and
+    resets by seed give the general NumPy draws' observations bit for bit."""
+    import unienv.utils.random as random_module
+
+    def run():
+        env = unienv.make(task, num_envs=1, autoreset_mode=mode, max_episode_steps=7)
+        out = [env.reset(seed=5)[0]]
+        for i, action in enumerate(random_actions(env, 30)):
+            out.append(env.step(action)[0])
+            if i == 20:
+                out.append(env.reset()[0])
+        env.close()
+        return b"".join(x.numpy().tobytes() for x in out)
+
+    fast = run()
+    monkeypatch.setattr(random_module, "OneEnvSampler", random_module.NumpySampler)
+    assert run() == fast

@@ -11,6 +11,7 @@ the same positional arguments (`xp.cos`, `xp.stack(arrays, 1)`, `xp.where`, ...)
 the few that differ in name or signature:
 
     astype(x, dtype)       x in dtype (no copy if it is already)
+    clip(x, low, high)     x (an array) clipped; low or high may be None
     copy(x)                a copy
     cross(a, b)            cross product along the last axis, broadcast
     norm(x)                Euclidean norm along the last axis
@@ -35,7 +36,7 @@ import torch
 
 # calls whose NumPy and torch forms take the same positional arguments
 _SHARED = (
-    "abs", "cos", "sin", "exp", "log1p", "sqrt", "square", "tanh", "floor", "arctan2", "minimum", "maximum", "clip",
+    "abs", "cos", "sin", "exp", "log1p", "sqrt", "square", "tanh", "floor", "arctan2", "minimum", "maximum",
     "where", "take", "isfinite", "stack", "concat", "zeros_like", "broadcast_to", "amax", "pi", "swapaxes",
     "float32", "float64", "int64", "bool",
 )  # fmt: skip
@@ -56,6 +57,7 @@ def _numpy() -> SimpleNamespace:
         name="numpy",
         **{name: getattr(np, name) for name in _SHARED},
         astype=lambda x, dtype: x.astype(dtype, copy=False),
+        clip=lambda x, low, high: x.clip(low, high),  # what np.clip calls, without its wrapper's µs
         copy=np.copy,
         cross=lambda a, b: (
             a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT]
@@ -74,6 +76,7 @@ def torch_namespace(device: torch.device) -> SimpleNamespace:
         name="torch",
         **{name: getattr(torch, name) for name in _SHARED},
         astype=lambda x, dtype: x.to(dtype),
+        clip=torch.clip,
         copy=torch.clone,
         cross=lambda a, b: torch.linalg.cross(*torch.broadcast_tensors(a, b), dim=-1),
         norm=lambda x: torch.linalg.vector_norm(x, dim=-1),

@@ -18,6 +18,10 @@ stream past the next 64 numbers, and its draws hand those out in order, each
 hashing only the numbers it takes (another block when they run out). Each reset
 of an env uses whole blocks of its stream: still a function of the env's own
 seed and history alone.
+
+NumPy ids of one env (a single env's reset, an autoreset at one env) draw through
+`OneEnvSampler`, which hashes the same numbers in Python ints: a draw of a few
+numbers is then a few dozen int operations instead of some twenty NumPy calls.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ class EnvRandom:
     def for_envs(self, env_ids: torch.Tensor | np.ndarray) -> Sampler:
         """Draws for the envs env_ids, one row each: NumPy arrays for NumPy ids (CPU only)."""
         if isinstance(env_ids, np.ndarray):
-            return NumpySampler(self, env_ids)
+            return (OneEnvSampler if len(env_ids) == 1 else NumpySampler)(self, env_ids)
         return Sampler(self, env_ids.to(self.device))
 
     def for_mask(self, mask: torch.Tensor) -> Sampler:
@@ -198,6 +202,46 @@ class NumpySampler(Sampler):
         episode (half_cheetah's) turns one last bit of its start into another trajectory within
         60 steps. The C library's give the same numbers on every x86-64 machine."""
         return np.sqrt(-2.0 * _scalar(math.log1p, -u)) * _scalar(math.cos, 2.0 * np.pi * v)
+
+
+class OneEnvSampler(NumpySampler):
+    """A NumpySampler for one env: the same numbers, its stream's 64-bit arithmetic done on
+    Python ints (masked to 64 bits where NumPy's uint64 wraps), whose few operations per number
+    cost less than NumPy's calls on a row of a few numbers."""
+
+    def _next_block(self, size: int) -> int:
+        src, i = self._source, self.env_ids[0]
+        count = int(src._counts_numpy[i])
+        src._counts_numpy[i] = (count + size) & _MASK64
+        return (count * _GOLDEN_INT + int(src._keys_numpy[i])) & _MASK64
+
+    def _hash(self, first: int, count: int) -> list[int]:
+        start = self._start
+        return [_mix64_int((start + k * _GOLDEN_INT) & _MASK64) for k in range(first + 1, first + count + 1)]
+
+    def _unit(self, count: int) -> np.ndarray:
+        return np.array([[(bits & _LOW53) * 2.0**-53 for bits in self._bits(count)]])
+
+    def _box_muller(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """NumpySampler._box_muller's operations, in its order, on Python floats (sqrt is
+        correctly rounded in both)."""
+        normals = map(_gaussian, u.ravel().tolist(), v.ravel().tolist())
+        return np.fromiter(normals, np.float64, u.size).reshape(u.shape)
+
+
+_MASK64 = (1 << 64) - 1
+_GOLDEN_INT, _MUL1_INT, _MUL2_INT = _GOLDEN & _MASK64, _MUL1 & _MASK64, _MUL2 & _MASK64
+
+
+def _mix64_int(z: int) -> int:
+    """_mix64 on a Python int in [0, 2**64)."""
+    z = ((z ^ (z >> 30)) * _MUL1_INT) & _MASK64
+    z = ((z ^ (z >> 27)) * _MUL2_INT) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _gaussian(u: float, v: float) -> float:
+    return math.sqrt(-2.0 * math.log1p(-u)) * math.cos(2.0 * np.pi * v)
 
 
 def _scalar(f, x: np.ndarray) -> np.ndarray:
