@@ -207,6 +207,7 @@ class G1Tracking(Task):
         yaws = np.arctan2(rot[[0, -1], 1, 0], rot[[0, -1], 0, 0])
         self.loop_yaw = float(yaws[1] - yaws[0])
         self.loop_first, self.loop_last = (pos[i, ANCHOR, :2].tolist() for i in (0, -1))
+        self.moves = self.loop_first != self.loop_last or self.loop_yaw != 0.0  # else origins stay 0
         self.q_idx, self.v_idx = self.xp.asarray(self.q_idx), self.xp.asarray(self.v_idx)
         self.bins = int(m.frames // m.fps) + 1
         self.failures = self.xp.zeros((self.bins,), self.dtype)
@@ -256,15 +257,26 @@ class G1Tracking(Task):
 
     def in_world(self, origin, pos, quat):
         """Positions (N, 3) and wxyz quaternions (N, 4) of the clip placed at each env's origin
-        (N, 3: x, y, yaw; zeros until the clip first wraps)."""
-        xp, yaw = self.xp, origin[:, 2:3]
-        moved = yaw_turn(xp, xp.cos(yaw), xp.sin(yaw), pos[:, None])[:, 0]
-        shift = xp.concat((origin[:, :2], xp.zeros_like(yaw)), 1)
-        half = origin[:, 2] / 2
-        return moved + shift, yaw_quat(xp, xp.cos(half), xp.sin(half), quat)
+        (N, 3: x, y, yaw; zeros until the clip first wraps; always, for a clip that ends where it
+        starts)."""
+        if not self.moves:
+            return pos, quat
+        xp, half = self.xp, origin[:, 2] / 2
+        shift = xp.concat((origin[:, :2], xp.zeros_like(half[:, None])), 1)
+        return self.turned(origin, pos) + shift, yaw_quat(xp, xp.cos(half), xp.sin(half), quat)
+
+    def turned(self, origin, v):
+        """Vectors v (N, 3) of the clip turned by each env's origin yaw (as they are, for a clip
+        that ends where it starts)."""
+        if not self.moves:
+            return v
+        yaw = origin[:, 2:3]
+        return yaw_turn(self.xp, self.xp.cos(yaw), self.xp.sin(yaw), v[:, None])[:, 0]
 
     def looped(self, origin, wrapped):
         """The origins after the frame (N,) where `wrapped` went back to the clip's first."""
+        if not self.moves:
+            return origin
         xp, yaw = self.xp, origin[:, 2:3]
         (x, y), (fx, fy) = self.loop_last, self.loop_first
         c, s, turned = xp.cos(yaw), xp.sin(yaw), yaw + self.loop_yaw
@@ -277,12 +289,11 @@ class G1Tracking(Task):
 
     def observe(self, s, memory):
         xp, f = self.xp, self.frame(memory)
-        a, yaw = ANCHOR, memory["origin"][:, 2:3]
+        a = ANCHOR
         anchor = self.in_world(memory["origin"], self.ref_pos[f][:, a], self.ref_quat[f][:, a])[0]
         rot_r, rot_m = rotation_matrix(xp, s["quat"][:, a]), self.ref_rot[f]
         ref_anchor = to_body(anchor - s["pos"][:, a], rot_r)
-        columns = (yaw_turn(xp, xp.cos(yaw), xp.sin(yaw), rot_m[:, None, :, i])[:, 0] for i in (0, 1))
-        relative = [to_body(column, rot_r) for column in columns]
+        relative = [to_body(self.turned(memory["origin"], rot_m[:, :, i]), rot_r) for i in (0, 1)]
         future = [self.ref_q[self.frame(memory, k + 1)] - self.default_q for k in range(self.future_frames)]
         return xp.concat(
             (self.ref_q[f] - self.default_q, JOINT_VEL_SCALE * self.ref_qd[f], ref_anchor, *relative, *future,
