@@ -14,8 +14,8 @@ root's linear and angular velocity and gravity, in its frame), `rot` (its rotati
 `base_contact` and `foot_contact`. What only some terms need is read by name, once per step,
 where a chosen term asks for it (`@term(reads=...)`), by the readers in READS:
 
-    feet    foot_pos, foot_vel (N, F, 3): the feet bodies' positions and linear velocities (world);
-            foot_gravity (N, F, 3): the world's -z in each foot body's frame
+    feet    foot_pos, foot_vel (N, F, 3): the feet bodies' positions and linear velocities (world)
+    soles   foot_gravity (N, F, 3): the world's -z in each foot body's frame
     torso   torso_gravity (N, 3): the world's -z in the frame of the robot's torso body
 
 Adding a term: one function here with `@term` (and its reads), and its name and weight in a
@@ -50,10 +50,20 @@ def read_feet(t, backend) -> dict:
     """The feet's contact points (the spec's foot_point in each foot body) and the bodies' velocities."""
     xp, views = t.xp, backend.get_body_views(t.feet_ids)
     pos = xp.asarray(views.pos)
-    rot = rotation_matrix(xp, xp.asarray(views.quat).reshape(-1, 4)).reshape(*pos.shape[:2], 3, 3)
     if t.foot_point is not None:  # the point's offset turned into the world frame
-        pos = pos + (rot * t.foot_point).sum(-1)
-    return {"foot_pos": pos, "foot_vel": xp.asarray(views.lin_vel), "foot_gravity": -rot[..., 2, :]}
+        pos = pos + (feet_rotations(xp, views) * t.foot_point).sum(-1)
+    return {"foot_pos": pos, "foot_vel": xp.asarray(views.lin_vel)}
+
+
+def read_soles(t, backend) -> dict:
+    rot = feet_rotations(t.xp, backend.get_body_views(t.feet_ids))
+    return {"foot_gravity": -rot[..., 2, :]}  # R's last row: the world's z in the foot's frame
+
+
+def feet_rotations(xp, views):
+    """The feet bodies' rotation matrices (N, F, 3, 3), body to world."""
+    quat = xp.asarray(views.quat)
+    return rotation_matrix(xp, quat.reshape(-1, 4)).reshape(*quat.shape[:2], 3, 3)
 
 
 def read_torso(t, backend) -> dict:
@@ -61,7 +71,7 @@ def read_torso(t, backend) -> dict:
     return {"torso_gravity": -rotation_matrix(t.xp, quat[:, 0])[:, 2]}  # R's last row: the world's z
 
 
-READS: dict[str, Callable] = {"feet": read_feet, "torso": read_torso}
+READS: dict[str, Callable] = {"feet": read_feet, "soles": read_soles, "torso": read_torso}
 """Readers by name: `reader(t, backend) -> {key: (N, ...)}`, added to the reading."""
 
 
@@ -174,7 +184,7 @@ def feet_slip(t, s, prev, action, memory):
     return (t.xp.square(s["foot_vel"][..., :2]).sum(2) * s["foot_contact"]).sum(1)
 
 
-@term(reads=("feet",))
+@term(reads=("soles",))
 def feet_flat(t, s, prev, action, memory):
     """The feet's tilt: the squared xy of gravity in each foot body's frame, summed over the feet
     (0 with soles level; FastSAC's foot orientation term, arXiv 2512.01996)."""
