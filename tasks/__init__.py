@@ -130,7 +130,7 @@ POSITIVE_OPTIONS |= {"precision_scale", "contact_cost_max"}
 POSITIVE_OPTIONS |= {"max_anchor_height_error", "max_anchor_gravity_error", "max_end_effector_height_error"}
 POSITIVE_OPTIONS |= {"success_tolerance", "reach_scale", "grasp_distance", "damping", "rotation_gain"}
 POSITIVE_OPTIONS |= {"max_distance", "adaptive_alpha", "place_scale", "lifted_height"}
-POSITIVE_OPTIONS |= {"tracking_sigma", "swing_height"}
+POSITIVE_OPTIONS |= {"tracking_sigma", "yaw_sigma", "swing_height"}
 NONNEGATIVE_OPTIONS = {"reset_noise_scale", "adaptive_uniform", "gait_frequency"}
 
 

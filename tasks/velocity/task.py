@@ -80,7 +80,8 @@ class VelocityOptions(TaskOptions):
     )
     min_feet_distance: float = option(0.15, "m: feet_distance penalizes feet closer across the heading")
     only_positive_rewards: bool = option(False, "floor the step's total reward at 0 (legged_gym's option)")
-    tracking_sigma: float = option(0.25, "(m/s)^2, (rad/s)^2: the tracking terms' exp(-error^2 / sigma)")
+    tracking_sigma: float = option(0.25, "(m/s)^2: the planar velocity term's exp(-error^2 / sigma)")
+    yaw_sigma: float = option(0.25, "(rad/s)^2: the yaw-rate term's exp(-error^2 / sigma) (the robot's tracking_sigma)")
     gait_frequency: float = option(
         0.0,
         "Hz: the gait clock's stride rate (observed as block gait_clock; the gait term follows it); 0: none",
@@ -387,6 +388,7 @@ def bind(name: str, robot: str, rough: bool = False) -> type[VelocityTask]:
         "min_feet_distance": spec.min_feet_distance,
         "only_positive_rewards": spec.only_positive_rewards or rough,
         "tracking_sigma": spec.tracking_sigma,
+        "yaw_sigma": spec.tracking_sigma,
         "gait_frequency": spec.gait_frequency,
         "swing_height": spec.swing_height,
         "terrain": {} if rough else None,

@@ -21,7 +21,7 @@ def _context(rng):
     """A task's constants, a reading (N envs, 2 feet, 3 joints) and a memory, in NumPy."""
     t = types.SimpleNamespace(xp=NUMPY, dt=0.02, base_height_target=0.3, air_time_threshold=0.5)
     t.min_feet_distance, t.q_low, t.q_high, t.default_q = 0.15, -np.ones(3), np.ones(3), np.zeros(3)
-    t.tracking_sigma, t.gait_offsets, t.foot_height, t.swing_height = 0.25, np.array([0.0, 0.5]), 0.02, 0.08
+    t.tracking_sigma, t.yaw_sigma, t.gait_offsets, t.foot_height, t.swing_height = 0.25, 0.5, np.array([0.0, 0.5]), 0.02, 0.08
     yaw = rng.uniform(-np.pi, np.pi, N)
     rot = np.zeros((N, 3, 3))
     rot[:, 0, 0], rot[:, 1, 0], rot[:, 0, 1], rot[:, 1, 1], rot[:, 2, 2] = (
@@ -62,6 +62,8 @@ def test_terms_give_what_their_docstrings_say():
     t, s, memory = _context(np.random.default_rng(2))
     memory["command"][:, :2] = s["base"][:, 0, :2]  # on the command: tracking 1
     assert np.allclose(TERMS["lin_vel"](t, s, s, None, memory), 1.0)
+    memory["command"][:, 2] = s["base"][:, 1, 2] + 0.5**0.5  # off by sqrt(yaw_sigma), its own kernel
+    assert np.allclose(TERMS["ang_vel"](t, s, s, None, memory), np.exp(-1.0))
     s["q"] = np.clip(s["q"], -0.5, 0.5)  # inside the soft range: no limit penalty
     assert np.array_equal(TERMS["joint_limits"](t, s, s, None, memory), np.zeros(N))
     s["foot_contact"][:] = False  # nothing on the ground slips
