@@ -29,6 +29,22 @@ SMALL = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("preset", ["crossq_go1", "crossq_hopper"])
+def test_each_off_policy_preset_lists_every_setting(preset):
+    """A setting missing from the preset's YAML could not be overridden on the command line
+    (Hydra refuses an unknown key): each lists every LearnerConfig and LoopConfig field."""
+    import dataclasses
+
+    import yaml
+
+    from unienv.training.offpolicy.loop import LoopConfig
+
+    with open(os.path.join(ROOT, "cfg", "train", f"{preset}.yaml")) as f:
+        train = yaml.safe_load(f)["train"]
+    for key, config in (("learner", LearnerConfig), ("loop", LoopConfig)):
+        assert sorted(train[key]) == sorted(f.name for f in dataclasses.fields(config)), key
+
+
 @pytest.mark.parametrize("algorithm", ["crossq", "droq", "sac"])
 def test_each_algorithm_learns_a_one_step_problem(algorithm, one_torch_thread):
     """Reward -|a - target(obs)|^2 and every transition terminal: Q is the reward, and the actor's
