@@ -81,7 +81,9 @@ class VelocityOptions(TaskOptions):
     min_feet_distance: float = option(0.15, "m: feet_distance penalizes feet closer across the heading")
     only_positive_rewards: bool = option(False, "floor the step's total reward at 0 (legged_gym's option)")
     tracking_sigma: float = option(0.25, "(m/s)^2: the planar velocity term's exp(-error^2 / sigma)")
-    yaw_sigma: float = option(0.25, "(rad/s)^2: the yaw-rate term's exp(-error^2 / sigma) (the robot's tracking_sigma)")
+    yaw_sigma: float = option(
+        0.25, "(rad/s)^2: the yaw-rate term's exp(-error^2 / sigma) (the robot's tracking_sigma)"
+    )
     gait_frequency: float = option(
         0.0,
         "Hz: the gait clock's stride rate (observed as block gait_clock; the gait term follows it); 0: none",

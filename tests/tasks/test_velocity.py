@@ -21,7 +21,8 @@ def _context(rng):
     """A task's constants, a reading (N envs, 2 feet, 3 joints) and a memory, in NumPy."""
     t = types.SimpleNamespace(xp=NUMPY, dt=0.02, base_height_target=0.3, air_time_threshold=0.5)
     t.min_feet_distance, t.q_low, t.q_high, t.default_q = 0.15, -np.ones(3), np.ones(3), np.zeros(3)
-    t.tracking_sigma, t.yaw_sigma, t.gait_offsets, t.foot_height, t.swing_height = 0.25, 0.5, np.array([0.0, 0.5]), 0.02, 0.08
+    t.tracking_sigma, t.yaw_sigma, t.gait_offsets = 0.25, 0.5, np.array([0.0, 0.5])
+    t.foot_height, t.swing_height = 0.02, 0.08
     yaw = rng.uniform(-np.pi, np.pi, N)
     rot = np.zeros((N, 3, 3))
     rot[:, 0, 0], rot[:, 1, 0], rot[:, 0, 1], rot[:, 1, 1], rot[:, 2, 2] = (
