@@ -92,6 +92,19 @@ def test_an_episode_length_is_not_a_layout_difference(policy_file):
     assert make_policy(policy_file, env)(env.reset()[0]).shape == (1, 1)
 
 
+def test_an_option_newer_than_the_file_fits_at_its_default(policy_file):
+    """A file written before a task option existed fits an env that keeps that option at its
+    default (which keeps the earlier behaviour), and not one that changes it."""
+    with safetensors.safe_open(policy_file, "pt") as f:
+        meta = json.loads(f.metadata()["unienv"])
+    del meta["task_options"]["rail"]  # as if the file predates the rail option
+    assert checkpoint.layout_mismatches(meta, unienv.make("cartpole", num_envs=1)) == []
+    moved = unienv.make("cartpole", num_envs=1, task_options={"rail": 3.0})
+    assert checkpoint.layout_mismatches(meta, moved) == [
+        "task.rail: the policy was trained with None, this env has 3.0"
+    ]
+
+
 # ---- files whose loading would run code --------------------------------------------------------
 
 

@@ -353,7 +353,10 @@ def layout_mismatches(meta: dict, env) -> list[str]:
                 problems.append(f"{part} {key}: the policy has {meta[part].get(key)}, this env has {value}")
     if meta["task"] == here["task"]:
         theirs, ours = meta["task_options"], here["task_options"]
+        defaults = constructor_options(type(env.unwrapped.task))
         for key in sorted(set(theirs) | set(ours)):
+            if key not in theirs and ours.get(key) == _jsonable(defaults.get(key)):
+                continue  # an option newer than the file, at its default, which keeps the older behaviour
             if key not in IGNORED_OPTIONS and theirs.get(key) != ours.get(key):
                 problems.append(
                     f"task.{key}: the policy was trained with {shown(theirs.get(key))}, this env has {ours.get(key)!r}"
