@@ -153,6 +153,19 @@ def test_sigterm_then_resume_gives_the_uninterrupted_run_bit_for_bit(tmp_path):
     assert [p.name for p in cut.glob("model_*.pt")] == ["model_2000.pt"]  # the older one removed
 
 
+def test_a_legged_run_resumes_with_its_gait_sums(tmp_path):
+    """A velocity task reports gait statistics per episode (speed, contacts, power); a run stopped
+    between two curve rows carries their sums in its checkpoint, and its resumption takes them."""
+    legged = ["task=go1_velocity", "task.episode_length_s=0.2", "train.loop.log_every=1000000"]
+    legged += ["train.loop.env_steps=1000000"]
+    train(tmp_path, *legged, "train.max_seconds=1")
+    sums = load_checkpoint(str(tmp_path))[1]["sums"]
+    assert {"speed", "power", "contact_FL_calf"} <= set(sums) and sums["episodes"] > 0, sorted(sums)
+    done = train(tmp_path, *legged, "train.max_seconds=2", f"train.resume={tmp_path}")
+    assert f"resumed {tmp_path}" in done.stdout, done.stdout[-2000:]
+    assert load_checkpoint(str(tmp_path))[1]["sums"]["episodes"] > sums["episodes"]
+
+
 def test_a_checkpoint_of_another_run_or_with_nan_is_refused(tmp_path):
     first = tmp_path / "first"
     first.mkdir()

@@ -295,7 +295,10 @@ class OffPolicyRun:
         if not 0 <= replay["head"] < self.buffer.capacity:
             raise ArgumentError(f"{where}: replay.head: expected an integer in [0, {self.buffer.capacity})")
         conform(state["obs"], ours["obs"], f"{where}: obs")
-        conform(state["sums"], ours["sums"], f"{where}: sums")
+        sums = state["sums"]  # the three counts, and each episode statistic the task reports (gait, speed)
+        names = [k for k in sums if isinstance(k, str)] if isinstance(sums, dict) else []
+        zero = torch.zeros((), dtype=torch.float64)
+        conform(sums, {**self._zero_sums(), **{k: zero for k in names}}, f"{where}: sums")
         conform(state["torch_rng"], ours["torch_rng"], f"{where}: torch_rng")
         env_steps = state["env_steps"]
         if (
