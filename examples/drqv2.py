@@ -31,6 +31,10 @@ episode and the figures printed on one line.
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
+import signal
 import time
 
 import torch
@@ -74,8 +78,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--std-steps", type=int, default=4_000, help="env steps over which the std falls")
     p.add_argument("--std-clip", type=float, default=0.3, help="of the noise on target actions")
     p.add_argument("--log-every", type=int, default=500, help="env steps between progress lines")
-    p.add_argument("--eval-envs", type=int, default=8, help="0: no final evaluation")
-    return p.parse_args(argv)
+    p.add_argument("--eval-envs", type=int, default=8, help="0: no evaluation")
+    p.add_argument("--eval-every", type=int, default=0, help="env steps between evaluations (0: at the end)")
+    p.add_argument("--run-dir", help="where metrics.json and checkpoint.pt go (default: write nothing)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir, same options")
+    p.add_argument("--max-seconds", type=float, help="stop after this much wall time, resumes included")
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0, help="between checkpoints")
+    args = p.parse_args(argv)
+    if args.resume and not args.run_dir:
+        p.error("--resume: expected --run-dir, the run to continue")
+    for name in ("total_steps", "num_envs", "batch_size", "log_every", "eval_every", "eval_envs"):
+        if getattr(args, name) < (0 if name in ("eval_every", "eval_envs") else 1):
+            p.error(f"--{name.replace('_', '-')}: expected a positive count, got {getattr(args, name)}")
+    return args
+
+
+RUN_OPTIONS = (
+    "resume",
+    "max_seconds",
+    "checkpoint_minutes",
+    "log_every",
+    "eval_every",
+    "eval_envs",
+    "run_dir",
+)
+"""Options a resumed run may change: when and where it stops, logs, evaluates and saves."""
 
 
 def make_env(args: argparse.Namespace, num_envs: int, **kwargs):
@@ -222,10 +249,21 @@ class ReplayBuffer:
 
 
 def train(args: argparse.Namespace) -> dict:
-    """Train, then evaluate; returns the figures printed at the end."""
+    """Train, evaluating every --eval-every env steps and at the end; returns the last figures.
+
+    With --run-dir the curve goes to metrics.json after each evaluation, and the run's whole state
+    (networks, optimizers, replay buffer, random state, curve) to checkpoint.pt every
+    --checkpoint-minutes, on SIGTERM or Ctrl-C, at --max-seconds and at the end. --resume continues
+    it: the envs start fresh episodes, and the buffer ends the interrupted ones where the run
+    stopped, as a time limit would (the step after holds their last observation)."""
+    if args.run_dir:
+        if not args.resume and os.path.exists(os.path.join(args.run_dir, "checkpoint.pt")):
+            raise SystemExit(f"error: --run-dir: {args.run_dir} holds a run; add --resume to continue it")
+        os.makedirs(args.run_dir, exist_ok=True)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # the small convolutions run fastest on one thread beside the renderer
     env = make_env(args, args.num_envs, seed=args.seed, autoreset_mode=AutoresetMode.NEXT_STEP)
+    eval_env = make_env(args, args.eval_envs) if args.eval_envs else None
     device, n = env.device, args.num_envs
     obs_shape, act_dim = env.single_observation_space.shape, env.single_action_space.shape[0]
     pad = max(1, args.size // 21)
@@ -238,6 +276,9 @@ def train(args: argparse.Namespace) -> dict:
     critic_optimizer = torch.optim.Adam([*encoder.parameters(), *critic.parameters()], lr=args.lr)
     actor_optimizer = torch.optim.Adam(actor.parameters(), lr=args.lr)
     buffer = ReplayBuffer(args.buffer_size, n, obs_shape, act_dim, device)
+    nets = {"encoder": encoder, "actor": actor, "critic": critic, "target": target}
+    nets |= {"critic_optimizer": critic_optimizer, "actor_optimizer": actor_optimizer}
+    run = {"step": 0, "seconds": 0.0, "curve": [], "random_return": None}  # what a checkpoint adds
 
     def std_at(env_steps: int) -> float:
         fraction = min(1.0, env_steps / args.std_steps)
@@ -269,19 +310,64 @@ def train(args: argparse.Namespace) -> dict:
             for p, p_target in zip(critic.parameters(), target.parameters(), strict=True):
                 p_target.lerp_(p, args.tau)
 
+    def policy(o: torch.Tensor) -> torch.Tensor:
+        return actor(encoder(o.float()))
+
+    def random_policy(o: torch.Tensor) -> torch.Tensor:
+        return 2 * torch.rand(len(o), act_dim, device=o.device) - 1
+
     obs, _ = env.reset(seed=args.seed)
+    if args.resume:
+        last_obs = restore(args, nets, buffer, run)
+        obs, _ = env.reset(seed=args.seed + run["step"])  # fresh episodes, seeded by where it stopped
+        if buffer.written:  # the interrupted episodes end at the last step stored (module docstring)
+            buffer.done[(buffer.written - 1) % buffer.steps] = True
+            none = torch.zeros(n, dtype=torch.bool, device=device)
+            buffer.add(last_obs.to(device), torch.zeros(n, act_dim, device=device), torch.zeros(n, device=device),
+                       none, none, none)  # fmt: skip
+        print(
+            f"resumed {args.run_dir}: {run['step'] * n} of {args.total_steps} env steps, {run['seconds']:.0f} s"
+        )
     resetting = torch.zeros(n, dtype=torch.bool, device=device)  # this step resets the env (NEXT_STEP)
     ended_return = torch.zeros((), dtype=torch.float64, device=device)  # since the last progress line
     ended_count = torch.zeros((), dtype=torch.int64, device=device)
     vector_steps = max(1, args.total_steps // n)
-    start, logged, mean = time.perf_counter(), 0, float("nan")
-    for step in range(1, vector_steps + 1):
+    stops: list[int] = []
+    for number in (signal.SIGTERM, signal.SIGINT):  # finish the step, save, then stop
+        signal.signal(number, lambda received, _: stops.append(received))
+    seconds_before, start, saved_at = run["seconds"], time.perf_counter(), time.perf_counter()
+    logged, mean, stopped = run["step"] * n, float("nan"), None
+
+    def save() -> None:
+        run["seconds"] = seconds_before + time.perf_counter() - start
+        if args.run_dir:
+            save_checkpoint(args, nets, buffer, run, obs)
+
+    def evaluate_now(step: int) -> None:
+        if eval_env is None:
+            return
+        if run["random_return"] is None:
+            run["random_return"] = evaluate(eval_env, args.seed, random_policy)
+        row = {
+            "env_steps": step * n,
+            "updates": max(0, step * n - args.learning_starts) // n * args.updates_per_step,
+        }
+        row["eval_return"] = evaluate(eval_env, args.seed, policy)
+        row["train_return"] = None if math.isnan(mean) else mean  # no episode ended since the last line
+        row["seconds"] = seconds_before + time.perf_counter() - start
+        run["curve"].append(row)
+        print(f"eval at {row['env_steps']} env steps, {row['seconds']:.0f} s: return {row['eval_return']:.1f} "
+              f"(random {run['random_return']:.1f})", flush=True)  # fmt: skip
+        if args.run_dir:
+            write_metrics(args, run)
+
+    for step in range(run["step"] + 1, vector_steps + 1):
         std = std_at(step * n)
         if step * n <= args.learning_starts:
-            actions = 2 * torch.rand(n, act_dim, device=device) - 1
+            actions = random_policy(obs)
         else:
             with torch.no_grad():
-                actions = noisy(actor(encoder(obs.float())), std)
+                actions = noisy(policy(obs), std)
         next_obs, reward, terminated, truncated, info = env.step(actions)
         done = terminated | truncated
         buffer.add(obs, actions, reward.float(), terminated, done, ~resetting)
@@ -293,42 +379,103 @@ def train(args: argparse.Namespace) -> dict:
         if step * n > args.learning_starts:
             for _ in range(args.updates_per_step):
                 update(std)
+        run["step"] = step
         if step * n - logged >= args.log_every or step == vector_steps:
             logged = step * n
             count = int(ended_count)  # the loop's one read of the device, once per line
             mean = float(ended_return) / count if count else float("nan")
             ended_return.zero_()
             ended_count.zero_()
-            print(
-                f"steps {step * n}  return ({count} episodes) {mean:.1f}  std {std:.2f}  "
-                f"{time.perf_counter() - start:.0f} s",
-                flush=True,
-            )
-    seconds = time.perf_counter() - start
-    result = {"env_steps": vector_steps * n, "seconds": seconds, "train_return": mean}
-    if args.eval_envs:
-        result["eval_return"] = evaluate(args, lambda o: actor(encoder(o.float())))
-        result["random_return"] = evaluate(
-            args, lambda o: 2 * torch.rand(len(o), act_dim, device=o.device) - 1
-        )
+            print(f"steps {step * n}  return ({count} episodes) {mean:.1f}  std {std:.2f}  "
+                  f"{seconds_before + time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
+        if args.eval_every and step * n // args.eval_every != (step - 1) * n // args.eval_every:
+            evaluate_now(step)
+        if stops:
+            stopped = f"signal {signal.Signals(stops[0]).name}"
+        elif (
+            args.max_seconds is not None and seconds_before + time.perf_counter() - start >= args.max_seconds
+        ):
+            stopped = f"--max-seconds {args.max_seconds:g}"
+        if stopped:
+            break
+        if args.run_dir and time.perf_counter() - saved_at >= 60 * args.checkpoint_minutes:
+            save()
+            saved_at = time.perf_counter()
+    if stopped is None and (not run["curve"] or run["curve"][-1]["env_steps"] != run["step"] * n):
+        evaluate_now(run["step"])
+    save()
+    result = {"env_steps": run["step"] * n, "seconds": run["seconds"], "train_return": mean}
+    if run["curve"]:
+        result |= {"eval_return": run["curve"][-1]["eval_return"], "random_return": run["random_return"]}
     print(", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))
+    if stopped:
+        print(f"stopped by {stopped}; continue with the same options and --resume --run-dir {args.run_dir}"
+              if args.run_dir else f"stopped by {stopped}")  # fmt: skip
     env.close()
+    if eval_env is not None:
+        eval_env.close()
     return result
 
 
-def evaluate(args: argparse.Namespace, policy) -> float:
-    """Mean return of policy over one full episode of each of --eval-envs fresh envs."""
-    env = make_env(args, args.eval_envs)
-    obs, _ = env.reset(seed=args.seed + 10_000)
-    returns = torch.full((args.eval_envs,), float("nan"), dtype=torch.float64)
+def evaluate(env, seed: int, policy) -> float:
+    """Mean return of policy over the first full episode of each of env's envs, from the same
+    starts each time (reset with seed + 10000)."""
+    obs, _ = env.reset(seed=seed + 10_000)
+    returns = torch.full((env.num_envs,), float("nan"), dtype=torch.float64)
     for _ in range(env.max_episode_steps):
         with torch.no_grad():
             obs, _, _, _, info = env.step(policy(obs))
         if "final_info" in info:
             ended = info["final_info"]["_episode_stats"].cpu() & returns.isnan()
             returns[ended] = info["final_info"]["episode_stats"]["r"].cpu().double()[ended]
-    env.close()
     return float(returns.mean())  # every env's first episode ends within max_episode_steps
+
+
+def write_metrics(args: argparse.Namespace, run: dict) -> None:
+    """metrics.json in --run-dir: the options, the random policy's return and the curve."""
+    data = {"options": vars(args), "random_return": run["random_return"], "curve": run["curve"]}
+    temporary = os.path.join(args.run_dir, "metrics.json.tmp")
+    with open(temporary, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(temporary, os.path.join(args.run_dir, "metrics.json"))
+
+
+def save_checkpoint(args: argparse.Namespace, nets: dict, buffer: ReplayBuffer, run: dict, obs) -> None:
+    """checkpoint.pt in --run-dir, written whole (a temporary file, then renamed)."""
+    state = {"options": vars(args), "run": run, "obs": obs.cpu(), "torch_rng": torch.get_rng_state()}
+    state["nets"] = {name: part.state_dict() for name, part in nets.items()}
+    state["buffer"] = {name: getattr(buffer, name).cpu() for name in BUFFER_FIELDS} | {
+        "written": buffer.written
+    }
+    temporary = os.path.join(args.run_dir, "checkpoint.pt.tmp")
+    torch.save(state, temporary)
+    os.replace(temporary, os.path.join(args.run_dir, "checkpoint.pt"))
+
+
+def restore(args: argparse.Namespace, nets: dict, buffer: ReplayBuffer, run: dict) -> torch.Tensor:
+    """Load checkpoint.pt of --run-dir into this run (refused, changing nothing, if it was made
+    with other options); returns the observation the run stopped at."""
+    path = os.path.join(args.run_dir, "checkpoint.pt")
+    if not os.path.isfile(path):
+        raise SystemExit(f"error: --resume: {path} not found")
+    state = torch.load(path, weights_only=True)  # tensors, numbers and text only: no code is run
+    differ = [f"--{k.replace('_', '-')}: the run has {v!r}, this one {getattr(args, k, None)!r}"
+              for k, v in state["options"].items() if k not in RUN_OPTIONS and getattr(args, k, None) != v]  # fmt: skip
+    if differ:
+        raise SystemExit(
+            "error: --resume: " + path + " is a run with other options:\n  " + "\n  ".join(differ)
+        )
+    for name, part in nets.items():
+        part.load_state_dict(state["nets"][name])
+    for name in BUFFER_FIELDS:
+        getattr(buffer, name).copy_(state["buffer"][name])
+    buffer.written = state["buffer"]["written"]
+    torch.set_rng_state(state["torch_rng"])
+    run.update(state["run"])
+    return state["obs"]
+
+
+BUFFER_FIELDS = ("obs", "actions", "rewards", "terminated", "done", "valid")
 
 
 if __name__ == "__main__":

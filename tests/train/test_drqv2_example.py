@@ -1,6 +1,7 @@
 """examples/drqv2.py: run as a user runs it for a few steps, and its replay buffer's n-step returns."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -31,6 +32,35 @@ def test_drqv2_runs_from_pixels_and_updates(tmp_path):
     assert len(re.findall(r"^steps \d+", done.stdout, re.M)) == 2, done.stdout
     assert "env_steps 60" in done.stdout.strip().splitlines()[-1]
     assert os.listdir(tmp_path) == []
+
+
+def test_a_stopped_run_resumes_and_other_options_are_refused(tmp_path):
+    """Stopped after its first step by --max-seconds, the run continues with --resume to its end,
+    its curve carried on; a resume with another batch size, or a new run over it, is refused."""
+    args = ["--num-envs", "2", "--size", "32", "--total-steps", "60", "--learning-starts", "30"]
+    args += ["--batch-size", "8", "--log-every", "30", "--eval-envs", "2", "--eval-every", "20"]
+    args += ["--run-dir", str(tmp_path / "run")]
+
+    def example_run(*more, status=0):
+        done = subprocess.run(
+            [sys.executable, EXAMPLE, *args, *more], capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == status, done.stdout[-3000:] + done.stderr[-3000:]
+        return done
+
+    stopped = example_run("--max-seconds", "0.001")
+    assert "stopped by --max-seconds" in stopped.stdout and "env_steps 2," in stopped.stdout, stopped.stdout
+    saved = os.path.getmtime(tmp_path / "run" / "checkpoint.pt")
+    assert "holds a run" in example_run(status=1).stderr
+    refused = example_run("--resume", "--batch-size", "16", status=1)
+    assert "--batch-size: the run has 8, this one 16" in refused.stderr
+    assert os.path.getmtime(tmp_path / "run" / "checkpoint.pt") == saved
+    done = example_run("--resume")
+    assert "resumed" in done.stdout and "env_steps 60," in done.stdout.strip().splitlines()[-1], done.stdout
+    with open(tmp_path / "run" / "metrics.json") as f:
+        curve = json.load(f)["curve"]
+    assert [row["env_steps"] for row in curve] == [20, 40, 60]
+    assert all(row["seconds"] > 0 for row in curve) and curve[-1]["updates"] == 30
 
 
 def test_n_step_returns_stop_at_an_episode_end_and_skip_reset_steps():
