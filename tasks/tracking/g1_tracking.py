@@ -4,7 +4,7 @@
 Robot, PD gains, default pose, action scale and timing are the G1's robot spec's
 (tasks/velocity/robots/g1.py: Menagerie's G1 `unitree_g1/scene_mjx.xml`, mjlab's gains, a 0.02 s
 control step). The motion
-(`motion`): a built-in clip (`unienv.motion.clips`: squat, arm_swing, made here) or a motion
+(`motion`): a built-in clip (`unienv.motion.clips`: squat and arm_swing made here, walk recorded from a trained policy) or a motion
 .npz (`python -m unienv motion convert` or `record`), at the control rate; it loops, and a clip
 that ends elsewhere than it starts (a walk) goes on from where it ended (`looped`). Tracked bodies: BODIES (BeyondMimic's 14);
 the anchor is the torso. Reference targets of the bodies: the reference's bodies moved so that
@@ -70,7 +70,7 @@ MAX_FUTURE_FRAMES = 250  # 5 s of reference ahead, 29 columns a frame (BeyondMim
 
 @dataclasses.dataclass
 class G1TrackingOptions(TaskOptions):
-    motion: str = option("squat", "a built-in clip (squat, arm_swing) or a motion .npz's path")
+    motion: str = option("squat", "a built-in clip (squat, arm_swing, walk) or a motion .npz's path")
     episode_length_s: float = option(10.0, "s: an episode is truncated after it")
     action_scale: float = option(0.25, "an action of 1 moves a joint's target by this x torque limit / kp")
     future_frames: int = option(0, "reference frames after the next one whose joints are observed")
@@ -144,7 +144,7 @@ class G1Tracking(Task):
         self.scene, per_torque = G1.build()
         self.joint_scale_np = self.action_scale * per_torque
         model, where = load_mjmodel(self.scene), "task.motion"
-        is_clip = self.motion in clips.CLIPS  # a file at another rate is resampled to the control rate
+        is_clip = self.motion in clips.NAMES  # a file at another rate is resampled to the control rate
         self.reference = (
             clips.clip(self.motion, model)
             if is_clip

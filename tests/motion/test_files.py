@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from unienv.errors import ArgumentError
+from unienv.errors import ArgumentError, UnknownNameError
 from unienv.motion import Motion, clips, convert, load
 from unienv.tasks.velocity.robots.g1 import G1
 from unienv.tools import motion as tool
@@ -49,6 +49,23 @@ def test_squat_is_a_loop_with_planted_feet_at_the_control_rate(squat, model):
     assert pelvis.min() < pelvis[0] - 0.1  # it squats
     low, high = model.jnt_range[1:].T
     assert np.all(squat.joint_pos >= low) and np.all(squat.joint_pos <= high)
+
+
+def test_walk_is_a_recorded_gait_that_travels_along_x_and_loops(model):
+    """The built-in walk: 4 s at the control rate, 1.5 to 2.5 m along +x and little across, the
+    pelvis at walking height, each foot lifted in turn (their heights anti-correlated), and its
+    last pose near its first (five whole gait cycles), so the loop has no jump."""
+    walk = clips.clip("walk", model)
+    assert walk.fps == 50.0 and walk.frames == 201 and "rollout" in walk.source
+    root = walk.body_pos[:, 0]
+    assert 1.5 <= root[-1, 0] - root[0, 0] <= 2.5 and np.abs(root[:, 1]).max() < 0.2, root[-1]
+    assert root[:, 2].min() >= 0.7 and root[:, 2].max() <= 0.85
+    feet = walk.body_pos[:, [walk.body_names.index(f) for f in clips.FEET], 2]
+    assert np.all(feet.max(0) - feet.min(0) > 0.05)  # each foot swings 5 cm up or more
+    assert np.corrcoef(feet.T)[0, 1] < -0.3
+    assert np.abs(walk.joint_pos[-1] - walk.joint_pos[0]).max() < 0.1
+    with pytest.raises(UnknownNameError, match="unknown built-in motion clip .run."):
+        clips.clip("run", model)
 
 
 def test_velocities_are_the_derivatives_of_the_poses(squat):

@@ -1,4 +1,4 @@
-"""Built-in clips of the G1, made here by interpolating joint poses on the model (no motion
+"""Built-in clips of the G1. Two are made here by interpolating joint poses on the model (no motion
 data set is fetched): each a loop that starts and ends at the model's "default" keyframe,
 with the feet planted (the root moved so that the feet's mean position stays where it is in
 the first frame), written at SOURCE_FPS and converted like a CSV clip (`convert.from_frames`).
@@ -10,16 +10,23 @@ the first frame), written at SOURCE_FPS and converted like a CSV clip (`convert.
                 elbows +-0.3 rad with them; legs in the stance
 
 Each change follows a smooth (cosine) ease, so velocities are zero where a segment starts and
-ends.
+ends. One is recorded from a trained policy (`python -m unienv motion record`) and ships as a CSV
+in this folder, converted on load like any CSV clip:
+
+    walk        4 s: five gait cycles of the shipped g1_walk policy at 0.47 m/s, travelling
+                along +x; it ends 1.9 m ahead in the pose it started in (g1_tracking carries
+                each loop on from where the last one ended)
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from unienv.errors import unknown_name
 from unienv.motion import Motion
-from unienv.motion.convert import from_frames, robot_joints
+from unienv.motion.convert import from_frames, read_csv, robot_joints
 
 SOURCE_FPS = 30.0
 FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
@@ -46,14 +53,21 @@ def arm_swing(t):
 
 
 CLIPS = {"squat": (squat, 4.0), "arm_swing": (arm_swing, 4.0)}
+RECORDED = {"walk": 50.0}  # name: frames/s of <name>.csv in this folder, a trained policy's rollout
+NAMES = (*CLIPS, *RECORDED)
 
 
 def clip(name: str, model, dt: float = 0.02, key: str = "default") -> Motion:
     """The built-in clip `name` of `model` (a mujoco.MjModel of the G1 with keyframe `key`)."""
     import mujoco
 
-    if name not in CLIPS:
-        raise unknown_name("built-in motion clip", name, CLIPS)
+    if name not in NAMES:
+        raise unknown_name("built-in motion clip", name, NAMES)
+    if name in RECORDED:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.csv")
+        root_pos, root_quat, joint_pos = read_csv(path, len(robot_joints(model)), quat="wxyz")
+        source = f"unienv.motion.clips.{name}: a trained policy's rollout (the CSV's header says which)"
+        return from_frames(model, root_pos, root_quat, joint_pos, RECORDED[name], dt, source, name)
     offsets, duration = CLIPS[name]
     joints, data = robot_joints(model), mujoco.MjData(model)
     start = model.key(key).qpos.copy()

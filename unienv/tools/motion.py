@@ -1,7 +1,7 @@
 """`python -m unienv motion ...`: motion files for g1_tracking (unienv.motion).
 
     convert CLIP.csv --robot g1 --fps 30 [--quat xyzw|wxyz] [-o OUT.npz]   a retargeted CSV clip
-    clip squat|arm_swing [-o OUT.npz]                                       a built-in clip, as a file
+    clip squat|arm_swing|walk [-o OUT.npz]                                  a built-in clip, as a file
     record POLICY [--seconds 10] [--skip 2] [--seed 0] -o OUT.npz            a G1 policy's rollout
     evaluate [--policy zero|POLICY] [--motion CLIP] [--num-envs 16] [--steps 500] [--seed 0]
 
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--quat", default="xyzw", choices=convert.QUAT_ORDERS, help="the root quaternion's order")
     c.add_argument("-o", "--out", help="the .npz to write (default: beside the CSV)")
     k = commands.add_parser("clip", help="a built-in clip of the G1 as a motion .npz")
-    k.add_argument("name", choices=sorted(clips.CLIPS))
+    k.add_argument("name", choices=sorted(clips.NAMES))
     k.add_argument("-o", "--out", help="the .npz to write (default: NAME.npz)")
     r = commands.add_parser("record", help="a G1 policy's rollout on its own task as a motion .npz")
     r.add_argument("policy", help="a G1 policy file from train.py, or a shipped policy's name")
