@@ -50,6 +50,12 @@ def test_a_pace_and_a_bound_differ_from_a_trot():
 def test_a_bipeds_walk_alternates_and_a_quarter_offset_reads_a_quarter():
     walk = gait(c := schedule((0.0, 0.5), 40, 24), no_episode_starts(c), ("left", "right"), 0.02)
     assert walk["phase"]["left-right"] == pytest.approx(0.5, abs=0.03)
+    # stance 24 of 40 steps, half a cycle apart: both down 8 of 40 steps; corr = (0.2 - 0.36) / 0.24
+    assert walk["contact_correlation"]["left-right"] == pytest.approx(-2 / 3, abs=0.02)
+    alike = gait(c := schedule((0.0, 0.0), 40, 24), no_episode_starts(c), ("left", "right"), 0.02)
+    assert alike["contact_correlation"]["left-right"] == pytest.approx(1.0)
+    standing = gait(c := np.ones((2, 50, 2), dtype=bool), no_episode_starts(c), ("left", "right"), 0.02)
+    assert standing["contact_correlation"]["left-right"] is None
     assert walk["air_time"]["left"] == pytest.approx(16 * 0.02)
     quarter = gait(c := schedule((0.0, 0.25), 40, 20), no_episode_starts(c), ("a", "b"), 0.02)
     # a lands a quarter cycle before b: at a's touchdown, b's stride is 3/4 done

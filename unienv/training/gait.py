@@ -20,7 +20,10 @@ the observation's `command` block (unscaled by its contract scale).
   was at that moment, in stride cycles in [0, 1): 0 when they land together (a trot's diagonal
   pairs), 0.5 when they alternate (its lateral pairs; a biped's left and right). A stride of b
   runs from one of its touchdowns to the next. `phase_coherence` is the samples' mean resultant
-  length (1: the same offset every stride; near 0: no fixed relation);
+  length (1: the same offset every stride; near 0: no fixed relation); `contact_correlation`
+  is the Pearson correlation of the pair's contact (1 or 0) over every step of every env: -1
+  when one foot is always down exactly while the other is up (a walk's left and right feet
+  with no double support), 0 with no relation, None where a foot never or always touches;
 - cost of transport: mean power / (total mass x g x mean planar speed).
 
 NumPy on host copies: an evaluation reads the step's metrics once per step.
@@ -125,7 +128,7 @@ def gait_text(summary: dict) -> str:
         f"(yaw rate); {summary['falls']} falls ({summary['falls_per_minute']:.2f} a minute); base height "
         f"{summary['base_height']:.3f} m; power {summary['power']:.1f} W; cost of transport {'-' if cot is None else f'{cot:.2f}'}",
         f"eval: air time (s) {figures(summary['air_time'])}; duty factor {figures(summary['duty_factor'])}",
-        f"eval: phase (cycles) {figures(summary['phase'])}",
+        f"eval: phase (cycles) {figures(summary['phase'])}; contact correlation {figures(summary['contact_correlation'])}",
     ))  # fmt: skip
 
 
@@ -150,8 +153,11 @@ def gait(contact: np.ndarray, first: np.ndarray, feet: tuple[str, ...], dt: floa
                         swings[f].append((later[0] - up) * dt)
     duty = {foot: float(contact[..., f].mean()) for f, foot in enumerate(feet)}
     air = {foot: float(np.mean(s)) if s else None for foot, s in zip(feet, swings, strict=True)}
-    phase, coherence = {}, {}
+    phase, coherence, correlation = {}, {}, {}
     for a, b in itertools.combinations(range(len(feet)), 2):
+        ca, cb = (contact[..., f].ravel().astype(np.float64) for f in (a, b))
+        constant = ca.std() == 0 or cb.std() == 0
+        correlation[f"{feet[a]}-{feet[b]}"] = None if constant else float(np.corrcoef(ca, cb)[0, 1])
         samples = []
         for env in range(n):
             tb = np.asarray(touchdowns[env][b])
@@ -165,4 +171,10 @@ def gait(contact: np.ndarray, first: np.ndarray, feet: tuple[str, ...], dt: floa
             phase[key], coherence[key] = float((np.angle(z) / (2 * math.pi)) % 1.0), float(abs(z))
         else:
             phase[key] = coherence[key] = None
-    return {"air_time": air, "duty_factor": duty, "phase": phase, "phase_coherence": coherence}
+    return {
+        "air_time": air,
+        "duty_factor": duty,
+        "phase": phase,
+        "phase_coherence": coherence,
+        "contact_correlation": correlation,
+    }
