@@ -3,7 +3,8 @@
     python scripts/compare_runs.py --out curves.png crossq=runs/go1_s0,runs/go1_s1,runs/go1_s2 sac=runs/go1_sac_s0
 
 Each argument is LABEL=RUN_DIR[,RUN_DIR...]: the runs of one learner or setting (seeds), read from
-their metrics.json. Two panels: the mean return of the episodes ended in each curve row, and, where
+their metrics.json (train.py's, or examples/drqv2.py's with --run-dir). Two panels: the mean return
+of the episodes ended in each curve row (drqv2's rows: the evaluation's return), and, where
 the rows carry it (the velocity tasks' `lin_vel_error` episode metric), the mean velocity error;
 each run a thin line, each label's mean over its runs (on the first run's time grid) a thick one.
 Also prints, per run, its env steps and its last row's figures.
@@ -28,7 +29,8 @@ def curve(run_dir: str) -> dict[str, np.ndarray]:
         rows = json.load(f)["curve"]
 
     def value(row, key):
-        x = row.get("episode", {}).get(key) if key != "mean_return" else row.get(key)
+        episode = row.get("episode", {})
+        x = row.get(key, row.get("eval_return")) if key == "mean_return" else episode.get(key)
         return np.nan if x is None else float(x)
 
     return {

@@ -35,6 +35,19 @@ def test_runs_are_drawn_by_label_with_their_velocity_error(tmp_path, capsys):
     assert out.stat().st_size > 10_000
 
 
+def test_drqv2_runs_are_drawn_by_their_evaluation_return(tmp_path, capsys):
+    run = tmp_path / "drq"
+    run.mkdir()
+    rows = [
+        {"env_steps": 2000 * (i + 1), "seconds": 60.0 * (i + 1), "eval_return": r}
+        for i, r in enumerate([90, 300, 550])
+    ]
+    (run / "metrics.json").write_text(json.dumps({"curve": rows, "random_return": 126.0}))
+    compare_runs.main(["--out", str(tmp_path / "c.png"), f"drqv2={run}"])
+    assert "6,000 env steps in 3.0 min; last return 550.0" in capsys.readouterr().out
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
 def test_the_pixel_looks_picture_has_a_row_per_look(tmp_path, capsys):
     """scripts/pixel_looks.py, the Pixels page's picture: the scene look on top, the learning look
     below (a different image of the same state), and a cost line per task."""
