@@ -24,7 +24,7 @@ def example():
 def test_drqv2_runs_from_pixels_and_updates(tmp_path):
     """60 env steps on 2 envs of 32x32 frames, the last 30 with updates; writes nothing."""
     args = ["--num-envs", "2", "--size", "32", "--total-steps", "60", "--learning-starts", "30"]
-    args += ["--batch-size", "8", "--log-every", "30", "--eval-envs", "0"]
+    args += ["--batch-size", "8", "--log-every", "30", "--eval-envs", "0", "--buffer-size", "1000"]
     done = subprocess.run(
         [sys.executable, EXAMPLE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
@@ -39,6 +39,7 @@ def test_a_stopped_run_resumes_and_other_options_are_refused(tmp_path):
     its curve carried on; a resume with another batch size, or a new run over it, is refused."""
     args = ["--num-envs", "2", "--size", "32", "--total-steps", "60", "--learning-starts", "30"]
     args += ["--batch-size", "8", "--log-every", "30", "--eval-envs", "2", "--eval-every", "20"]
+    args += ["--buffer-size", "1000", "--updates-per-step", "2"]
     args += ["--run-dir", str(tmp_path / "run")]
 
     def example_run(*more, status=0):
