@@ -51,10 +51,11 @@ def test_a_policy_plays_on_its_own_env_unless_the_command_line_says_otherwise():
     assert trained_env(meta, "quadruped", {"a": 1}, ["task=quadruped"]) == ("quadruped", {"a": 1}, [])
 
 
-def test_the_shipped_trot_plays_by_name_and_walks(tmp_path):
-    """`python play.py policy=go1_trot`: the Go1 at its trained 0.5 m/s command, none falls in 10 s."""
+def play_shipped(name, task, tmp_path):
+    """`python play.py policy=NAME` on 2 envs for 10 s: its stdout and the rollout's summary line
+    (no fall asserted), with the summary's speed."""
     done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "play.py"), "policy=go1_trot", "steps=500", "num_envs=2"]
+        [sys.executable, os.path.join(ROOT, "play.py"), f"policy={name}", "steps=500", "num_envs=2"]
         + ["video.enabled=false", "task.episode_length_s=10"],
         cwd=tmp_path,
         capture_output=True,
@@ -62,29 +63,25 @@ def test_the_shipped_trot_plays_by_name_and_walks(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith("go1_velocity: from the policy file"), done.stdout
-    line = next(s for s in done.stdout.splitlines() if s.startswith("go1_velocity on mujoco"))
+    line = next(s for s in done.stdout.splitlines() if s.startswith(f"{task} on mujoco"))
     assert "termination rate 0.00" in line, line
     speed = re.search(r", speed (-?[\d.]+)", line)
-    assert speed and 0.4 <= float(speed.group(1)) <= 0.6, line  # the trained command, 0.5 m/s
+    assert speed, line
+    return done.stdout, line, float(speed.group(1))
+
+
+def test_the_shipped_trot_plays_by_name_and_walks(tmp_path):
+    """`python play.py policy=go1_trot`: the Go1 at its trained 0.5 m/s command, none falls in 10 s."""
+    out, line, speed = play_shipped("go1_trot", "go1_velocity", tmp_path)
+    assert out.startswith("go1_velocity: from the policy file"), out
+    assert 0.4 <= speed <= 0.6, line  # the trained command, 0.5 m/s
 
 
 def test_the_shipped_g1_walks_by_name(tmp_path):
     """`python play.py policy=g1_walk`: the G1 at its trained 0.5 m/s, neither env falls in 10 s,
     the feet take turns (each on the ground 40 to 75 % of the time, not both all the time)."""
-    done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "play.py"), "policy=g1_walk", "steps=500", "num_envs=2"]
-        + ["video.enabled=false", "task.episode_length_s=10"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = next(s for s in done.stdout.splitlines() if s.startswith("g1_velocity on mujoco"))
-    assert "termination rate 0.00" in line, line
-    speed = re.search(r", speed (-?[\d.]+)", line)
-    assert speed and 0.35 <= float(speed.group(1)) <= 0.65, line
+    _, line, speed = play_shipped("g1_walk", "g1_velocity", tmp_path)
+    assert 0.35 <= speed <= 0.65, line
     for foot in ("left", "right"):
         share = re.search(rf"contact_{foot}_ankle_roll_link ([\d.]+)", line)
         assert share and 0.4 <= float(share.group(1)) <= 0.75, line
