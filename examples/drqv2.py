@@ -34,7 +34,6 @@ episode and the figures printed on one line.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
@@ -46,6 +45,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import unienv
+from unienv.utils.files import write_json, written
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -319,10 +319,11 @@ def train(args: argparse.Namespace) -> dict:
     def random_policy(o: torch.Tensor) -> torch.Tensor:
         return 2 * torch.rand(len(o), act_dim, device=o.device) - 1
 
-    obs, _ = env.reset(seed=args.seed)
+    last_obs = restore(args, nets, buffer, run) if args.resume else None
+    obs, _ = env.reset(
+        seed=args.seed + run["step"]
+    )  # a resumed run: fresh episodes, seeded by where it stopped
     if args.resume:
-        last_obs = restore(args, nets, buffer, run)
-        obs, _ = env.reset(seed=args.seed + run["step"])  # fresh episodes, seeded by where it stopped
         if buffer.written:  # the interrupted episodes end at the last step stored (module docstring)
             buffer.done[(buffer.written - 1) % buffer.steps] = True
             none = torch.zeros(n, dtype=torch.bool, device=device)
@@ -437,22 +438,18 @@ def evaluate(env, seed: int, policy) -> float:
 def write_metrics(args: argparse.Namespace, run: dict) -> None:
     """metrics.json in --run-dir: the options, the random policy's return and the curve."""
     data = {"options": vars(args), "random_return": run["random_return"], "curve": run["curve"]}
-    temporary = os.path.join(args.run_dir, "metrics.json.tmp")
-    with open(temporary, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(temporary, os.path.join(args.run_dir, "metrics.json"))
+    write_json(os.path.join(args.run_dir, "metrics.json"), data, indent=1)
 
 
 def save_checkpoint(args: argparse.Namespace, nets: dict, buffer: ReplayBuffer, run: dict, obs) -> None:
-    """checkpoint.pt in --run-dir, written whole (a temporary file, then renamed)."""
+    """checkpoint.pt in --run-dir, written whole (unienv.utils.files.written)."""
     state = {"options": vars(args), "run": run, "obs": obs.cpu(), "torch_rng": torch.get_rng_state()}
     state["nets"] = {name: part.state_dict() for name, part in nets.items()}
     state["buffer"] = {name: getattr(buffer, name).cpu() for name in BUFFER_FIELDS} | {
         "written": buffer.written
     }
-    temporary = os.path.join(args.run_dir, "checkpoint.pt.tmp")
-    torch.save(state, temporary)
-    os.replace(temporary, os.path.join(args.run_dir, "checkpoint.pt"))
+    with written(os.path.join(args.run_dir, "checkpoint.pt")) as temporary:
+        torch.save(state, temporary)
 
 
 def restore(args: argparse.Namespace, nets: dict, buffer: ReplayBuffer, run: dict) -> torch.Tensor:
