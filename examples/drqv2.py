@@ -387,10 +387,14 @@ def train(args: argparse.Namespace) -> dict:
         if step * n - logged >= args.log_every or step == vector_steps:
             logged = step * n
             count = int(ended_count)  # the loop's one read of the device, once per line
-            mean = float(ended_return) / count if count else float("nan")
+            ended = (
+                f"return ({count} episodes) {float(ended_return) / count:.1f}"
+                if count
+                else "no episode ended"
+            )
             ended_return.zero_()
             ended_count.zero_()
-            print(f"steps {step * n}  return ({count} episodes) {mean:.1f}  std {std:.2f}  "
+            print(f"steps {step * n}  {ended}  std {std:.2f}  "
                   f"{seconds_before + time.perf_counter() - start:.0f} s", flush=True)  # fmt: skip
         if args.eval_every and step * n // args.eval_every != (step - 1) * n // args.eval_every:
             evaluate_now(step)
