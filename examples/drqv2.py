@@ -387,11 +387,8 @@ def train(args: argparse.Namespace) -> dict:
         if step * n - logged >= args.log_every or step == vector_steps:
             logged = step * n
             count = int(ended_count)  # the loop's one read of the device, once per line
-            ended = (
-                f"return ({count} episodes) {float(ended_return) / count:.1f}"
-                if count
-                else "no episode ended"
-            )
+            mean = float(ended_return) / count if count else float("nan")  # the curve's train_return
+            ended = f"return ({count} episodes) {mean:.1f}" if count else "no episode ended"
             ended_return.zero_()
             ended_count.zero_()
             print(f"steps {step * n}  {ended}  std {std:.2f}  "

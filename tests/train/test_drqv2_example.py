@@ -64,6 +64,21 @@ def test_a_stopped_run_resumes_and_other_options_are_refused(tmp_path):
     assert all(row["seconds"] > 0 for row in curve) and curve[-1]["updates"] == 30
 
 
+def test_ended_episodes_give_the_progress_line_and_the_curve_their_return(tmp_path):
+    """At action repeat 125 a cartpole episode lasts 8 env steps: each progress line and curve row
+    carries the mean return of the episodes ended since the last line."""
+    args = ["--num-envs", "2", "--size", "32", "--total-steps", "40", "--learning-starts", "20"]
+    args += ["--batch-size", "8", "--log-every", "20", "--eval-envs", "2", "--eval-every", "20"]
+    args += ["--buffer-size", "1000", "--action-repeat", "125", "--run-dir", str(tmp_path / "run")]
+    done = subprocess.run([sys.executable, EXAMPLE, *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    returns = [float(r) for r in re.findall(r"^steps \d+  return \(\d+ episodes\) (\S+)", done.stdout, re.M)]
+    assert len(returns) == 2, done.stdout
+    with open(tmp_path / "run" / "metrics.json") as f:
+        curve = json.load(f)["curve"]
+    assert [round(row["train_return"], 1) for row in curve] == returns
+
+
 def test_n_step_returns_stop_at_an_episode_end_and_skip_reset_steps():
     drq = example()
     buffer = drq.ReplayBuffer(8, 1, (1,), 1, torch.device("cpu"))
