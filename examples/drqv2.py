@@ -73,6 +73,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--feature-dim", type=int, default=50, help="the trunk's output")
     p.add_argument("--hidden", type=int, default=256, help="width of the actor's and critics' MLPs")
     p.add_argument("--lr", type=float, default=1e-4, help="DrQ-v2's; 5e-4 saturated the actor here")
+    p.add_argument(
+        "--pre-tanh-penalty",
+        type=float,
+        default=1e-3,
+        help="weight of the actor's mean squared pre-tanh output in its loss (SAC's original code: 5e-4)",
+    )
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--n-step", type=int, default=3)
     p.add_argument("--tau", type=float, default=0.01, help="Polyak step of the target critics")
@@ -166,8 +172,11 @@ class Actor(nn.Module):
         super().__init__()
         self.trunk, self.policy = trunk(repr_dim, feature_dim), mlp(feature_dim, act_dim, hidden)
 
+    def pre_tanh(self, features: torch.Tensor) -> torch.Tensor:
+        return self.policy(self.trunk(features))
+
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.policy(self.trunk(features)))
+        return torch.tanh(self.pre_tanh(features))
 
 
 class Critic(nn.Module):
@@ -194,6 +203,21 @@ def noisy(actions: torch.Tensor, std: float, clip: float | None = None) -> torch
         noise = noise.clamp(-clip, clip)
     x = actions + noise
     return x + (x.clamp(-1.0, 1.0) - x).detach()
+
+
+def actor_loss(
+    actor: Actor, critic: Critic, features, std: float, clip: float, penalty: float
+) -> torch.Tensor:
+    """-min Q of the actor's noisy actions, plus penalty times its mean squared pre-tanh output.
+
+    With Adam, an actor follows even a tiny gradient that points the same way for every image (a
+    young critic's) and its tanh runs to the bound, where its gradient vanishes for good. The
+    penalty holds the pre-tanh output where tanh still passes a gradient until the critic's pull
+    outweighs it (SAC's original code penalised its Gaussian's mean the same way).
+    """
+    pre_tanh = actor.pre_tanh(features)
+    q = critic(features, noisy(torch.tanh(pre_tanh), std, clip)).min(0).values
+    return -q.mean() + penalty * pre_tanh.square().mean()
 
 
 class ReplayBuffer:
@@ -305,9 +329,8 @@ def train(args: argparse.Namespace) -> dict:
         critic_optimizer.step()
 
         features = features.detach()  # the actor does not train the encoder
-        actor_loss = -critic(features, noisy(actor(features), std, args.std_clip)).min(0).values.mean()
         actor_optimizer.zero_grad()
-        actor_loss.backward()
+        actor_loss(actor, critic, features, std, args.std_clip, args.pre_tanh_penalty).backward()
         actor_optimizer.step()
         with torch.no_grad():  # Polyak averaging of the target critics
             for p, p_target in zip(critic.parameters(), target.parameters(), strict=True):

@@ -99,3 +99,38 @@ def test_n_step_returns_stop_at_an_episode_end_and_skip_reset_steps():
         assert (reward[rows] == want_reward).all() and (discount[rows] == want_discount).all()
         assert (next_obs[rows, 0] == want_next).all() and valid[rows].all()
     assert not valid[obs[:, 0] == 2].any() and (obs[:, 0] <= 3).all()  # room for n + 1 slots
+
+
+def test_the_pre_tanh_penalty_keeps_the_actor_off_its_bounds_and_learning():
+    """A critic whose tiny pull (dQ/da = +-0.01) depends on the image: with Adam at the default
+    learning rate the actor turns each action the right way with or without the penalty, but
+    without it the pre-tanh output keeps growing towards the bound where tanh passes no gradient;
+    with the default penalty it settles where tanh still passes one."""
+    drqv2 = example()
+
+    class Split(torch.nn.Module):
+        def forward(self, features, actions):
+            q = (0.01 * torch.where(features[:, :1] > 0.5, 1.0, -1.0) * actions).sum(-1)
+            return torch.stack([q, q])
+
+    def train_actor(penalty: float) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        actor = drqv2.Actor(64, 3, 16, 32)
+        optimizer = torch.optim.Adam(actor.parameters(), lr=drqv2.parse_args([]).lr)
+        outputs = []
+        for step in range(1, 1501):
+            optimizer.zero_grad()
+            drqv2.actor_loss(actor, Split(), features, 0.5, 0.3, penalty).backward()
+            optimizer.step()
+            if step % 500 == 0:
+                with torch.no_grad():
+                    outputs.append(actor.pre_tanh(features))
+        return outputs
+
+    features = torch.rand(32, 64, generator=torch.Generator().manual_seed(1))
+    wanted = torch.where(features[:, :1] > 0.5, 1.0, -1.0)
+    free = train_actor(0.0)
+    held = train_actor(drqv2.parse_args([]).pre_tanh_penalty)
+    assert (torch.sign(free[-1]) == wanted).all() and (torch.sign(held[-1]) == wanted).all()
+    assert free[-1].abs().max() > 4 and free[-1].abs().mean() > free[-2].abs().mean() + 0.5
+    assert held[-1].abs().max() < 2 and (held[-1] - held[-2]).abs().mean() < 0.2
