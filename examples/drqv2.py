@@ -17,6 +17,9 @@ pixels, all of it here:
 - Exploration: the action is the policy's plus a Gaussian whose std falls linearly from
   --std-start to --std-end over the first --std-steps env steps; the first --learning-starts take
   uniform random actions.
+- One addition to DrQ-v2: the actor's loss also pays --pre-tanh-penalty times its mean squared
+  pre-tanh output (see actor_loss). Without it, on dmc_walker_walk the actor's tanh sat at its
+  bound for every image within 500 updates, where no gradient brings it back.
 - Replay buffer: a ring of the env's own uint8 observations on the env's device, (steps, num_envs,
   3 * frame_stack, size, size), converted to float only for the minibatch. The env resets an
   ended episode on the step after it (NEXT_STEP autoreset), so the slot after an episode's last
@@ -25,8 +28,8 @@ pixels, all of it here:
 The defaults fit a CPU (small images, the "learning" camera look, a small encoder, one network
 thread, one update of batch 64 per env step); DrQ-v2's own settings (84x84, action repeat 2,
 batch 256, 1024 hidden units, and --look scene for dm_control's images) are the flags above. Its
-learning rate, 1e-4, is DrQ-v2's: at 5e-4 the actor's tanh saturated (the same +1 for every image)
-within the first thousand updates and never came back. At the end the policy
+learning rate, 1e-4, is DrQ-v2's: at 5e-4 (before the penalty) the actor's tanh saturated (the same
++1 for every image) within the first thousand updates and never came back. At the end the policy
 (without noise) and a uniform random policy are each run on --eval-envs fresh envs for one full
 episode and the figures printed on one line.
 """
@@ -432,7 +435,9 @@ def train(args: argparse.Namespace) -> dict:
     if stopped is None and (not run["curve"] or run["curve"][-1]["env_steps"] != run["step"] * n):
         evaluate_now(run["step"])
     save()
-    result = {"env_steps": run["step"] * n, "seconds": run["seconds"], "train_return": mean}
+    result = {"env_steps": run["step"] * n, "seconds": run["seconds"]}
+    if not math.isnan(mean):  # an episode ended since the last progress line
+        result["train_return"] = mean
     if run["curve"]:
         result |= {"eval_return": run["curve"][-1]["eval_return"], "random_return": run["random_return"]}
     print(", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))

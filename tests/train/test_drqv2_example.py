@@ -31,6 +31,7 @@ def test_drqv2_runs_from_pixels_and_updates(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(re.findall(r"^steps \d+", done.stdout, re.M)) == 2, done.stdout
     assert "env_steps 60" in done.stdout.strip().splitlines()[-1]
+    assert "nan" not in done.stdout  # no episode ends in 60 steps: the lines say so, not "nan"
     assert os.listdir(tmp_path) == []
 
 
