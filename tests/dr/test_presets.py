@@ -47,6 +47,14 @@ def test_presets_are_the_files_hydra_loads():
         unienv.make("cartpole", dr="strnog")
 
 
+def test_pushes_is_the_robots_pushes_alone():
+    """dr=pushes: the robots' push term and nothing else; on a task it kicks the root body only."""
+    assert dr.preset("pushes") == {"push": dr.preset("robots")["push"]}
+    env = unienv.make("ant", num_envs=2, seed=0, dr="pushes")
+    assert set(env.dr.labels()) == {"push"}
+    env.close()
+
+
 def test_root_role_needs_a_task_that_declares_its_root_body():
     task = task_class("inverted_pendulum")()
     task.root_body = None
