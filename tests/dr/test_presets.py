@@ -48,7 +48,7 @@ def test_presets_are_the_files_hydra_loads():
 
 
 def test_pushes_is_the_robots_pushes_alone():
-    """dr=pushes: the robots' push term and nothing else; on a task it kicks the root body only."""
+    """dr=pushes: the robots' push term and nothing else, as a preset and on a built task."""
     assert dr.preset("pushes") == {"push": dr.preset("robots")["push"]}
     env = unienv.make("ant", num_envs=2, seed=0, dr="pushes")
     assert set(env.dr.labels()) == {"push"}
