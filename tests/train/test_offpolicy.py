@@ -124,7 +124,7 @@ def test_sigterm_then_resume_gives_the_uninterrupted_run_bit_for_bit(tmp_path):
     total = "train.loop.env_steps=2000"
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     whole.mkdir(), cut.mkdir()
-    train(whole, total)
+    assert "in this process)" not in train(whole, total).stdout  # one process: no share to name
     process = subprocess.Popen(
         command(cut, total), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -146,6 +146,9 @@ def test_sigterm_then_resume_gives_the_uninterrupted_run_bit_for_bit(tmp_path):
 
     done = train(cut, total, f"train.resume={cut}")
     assert f"resumed {find_checkpoint(str(cut))}" not in done.stdout  # it wrote a newer one since
+    # the summary counts the whole run's env steps, and names this process's share after a resume
+    assert ": 2,000 env steps and" in done.stdout, done.stdout[-2000:]
+    assert f"({2000 - stopped:,} of the env steps in this process)" in done.stdout, done.stdout[-2000:]
     assert learning(curve(cut)) == learning(curve(whole))
     a = safetensors.torch.load_file(whole / "policy.safetensors")
     b = safetensors.torch.load_file(cut / "policy.safetensors")

@@ -20,7 +20,7 @@ ROBOTS = {"go1_velocity": "unitree_go1"}  # Menagerie's model that a shipped tas
 
 def test_the_policies_ship_small_with_their_contract_and_the_go1s_fit_menageries_go1():
     names = shipped()
-    assert {"go1_trot", "g1_walk"} <= set(names), names
+    assert {"go1_trot", "g1_walk", "g1_stand"} <= set(names), names
     for name in names:
         path = policy_path(name)
         assert path == os.path.join(SHIPPED, f"{name}.safetensors") and os.path.getsize(path) <= MAX_BYTES
@@ -85,6 +85,16 @@ def test_the_shipped_g1_walks_by_name(tmp_path):
     for foot in ("left", "right"):
         share = re.search(rf"contact_{foot}_ankle_roll_link ([\d.]+)", line)
         assert share and 0.4 <= float(share.group(1)) <= 0.75, line
+
+
+def test_the_shipped_g1_stands_by_name(tmp_path):
+    """`python play.py policy=g1_stand`: the G1 at its zero command, neither env falls in 10 s, it
+    stays where it is and both feet stay down."""
+    _, line, speed = play_shipped("g1_stand", "g1_velocity", tmp_path)
+    assert abs(speed) <= 0.05, line
+    for foot in ("left", "right"):
+        share = re.search(rf"contact_{foot}_ankle_roll_link ([\d.]+)", line)
+        assert share and float(share.group(1)) >= 0.95, line
 
 
 def test_the_shipped_trot_exported_runs_in_the_standalone_runner_with_the_envs_actions(tmp_path):

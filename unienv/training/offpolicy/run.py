@@ -139,9 +139,11 @@ def finish(cfg, run, metrics, metrics_path, run_dir, env, learner_cfg) -> None:
     }
     done = last["env_steps"] - metrics.get("resumed", {}).get("env_steps", 0)
     this = last["seconds"] - metrics.get("resumed", {}).get("seconds", 0.0)
+    here = f" ({done:,} of the env steps in this process)" if "resumed" in metrics else ""
     print(
-        f"trained {task} on {backend} x{cfg.num_envs} envs with {learner_cfg.algorithm}: {done:,} env steps and "
-        f"{run.learner.updates:,} updates in all, {this:.1f} s in this process ({done / max(this, 1e-9):.0f} steps/s)"
+        f"trained {task} on {backend} x{cfg.num_envs} envs with {learner_cfg.algorithm}: {last['env_steps']:,} env "
+        f"steps and {run.learner.updates:,} updates in all{here}, {this:.1f} s in this process "
+        f"({done / max(this, 1e-9):.0f} steps/s)"
     )
     metrics["summary"] = {
         "env_steps": last["env_steps"], "updates": run.learner.updates, "train_seconds": last["seconds"],
