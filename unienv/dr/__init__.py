@@ -33,6 +33,11 @@ built, from make's seed), `reset` (each env at its own reset, before its state
 is set; the default) or `interval` (before every `interval: k`-th env step, or
 after a fresh draw from `interval: [lo, hi]` per env and firing; timers restart
 at the env's reset, and until its first firing a term leaves the default).
+`ramp: n` (a model, push or init_state term with operation `scale` or `add`)
+widens the draws from no change to the whole distribution over the env's first
+n steps: x becomes u + min(1, t/n) (x - u), t the steps taken, u the draw that
+changes nothing (1 for scale, 0 for add and a push): a curriculum for training
+(train.py evaluates at the full range, `full_range`).
 
 Invariants:
   * everything is checked when the manager is built, before anything runs: an
@@ -67,12 +72,12 @@ by `env.dr.labels()`), `env.dr.ranges()` (the extremes drawn so far, which a
 sweep reports). A push's m is the subtree's current, randomized mass, from the
 manager's own buffer.
 
-Modules: `config` (presets, `parse`, `backend_params`), `spec` (`Term`,
+Modules: `config` (presets, `parse`, `backend_params`, `full_range`), `spec` (`Term`,
 `Distribution` and the field readers), `kinds` (a class per kind, `KINDS`),
 `manager` (`DomainRandomization`).
 """
 
-from unienv.dr.config import PARAMS, ROLES, backend_params, parse, preset
+from unienv.dr.config import PARAMS, ROLES, backend_params, full_range, parse, preset
 from unienv.dr.kinds import KINDS, ActionLatency, InitState, Kind, Model, ObsNoise, Push
 from unienv.dr.manager import DomainRandomization
 from unienv.dr.spec import DISTRIBUTIONS, OPERATIONS, SCHEDULES, Distribution, Term
@@ -97,6 +102,7 @@ __all__ = [
     "Term",
     "backend_params",
     "device_rows",
+    "full_range",
     "host_rows",
     "parse",
     "preset",

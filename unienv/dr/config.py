@@ -62,6 +62,21 @@ def parse(config: str | Mapping[str, Any] | None) -> tuple[Term, ...]:
     return terms
 
 
+def full_range(config: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """config (a preset's name or a mapping) with every term's `ramp` removed: the DR its ramps
+    lead to, which an evaluation after training meets from its first step."""
+    if config is None:
+        return None
+    if isinstance(config, str):
+        config = preset(config)
+    if not isinstance(config, Mapping):
+        raise ArgumentError(f"dr: expected a mapping of term name -> term, got {type(config).__name__}")
+    return {
+        name: {k: v for k, v in spec.items() if k != "ramp"} if isinstance(spec, dict) else spec
+        for name, spec in _plain(config).items()
+    }
+
+
 def backend_params(terms: Sequence[Term]) -> tuple[str, ...]:
     """The backend DR parameters the terms write (the backend's `randomize=`)."""
     written = (KINDS[t.kind].backend_param(t) for t in terms)

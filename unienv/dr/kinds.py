@@ -51,8 +51,8 @@ class Kind:
     flat entries it writes: parameter entries, observation or state columns), `labels`
     (a name per column), `value` ((num_envs, E) its current values, see
     `DomainRandomization.params`), `low`/`high` (its smallest and largest draw so far,
-    0-d on the device) and `countdown` ((num_envs,) env steps to its next firing, for
-    schedule: interval).
+    0-d on the device), `countdown` ((num_envs,) env steps to its next firing, for
+    schedule: interval) and `age` (0-d, env steps so far, for a term with a `ramp`).
     """
 
     name: ClassVar[str]
@@ -88,6 +88,8 @@ class Kind:
         self.low = torch.tensor(math.inf, dtype=F64, device=self.device)
         self.high = torch.tensor(-math.inf, dtype=F64, device=self.device)
         self.countdown: torch.Tensor | None = None
+        # env steps taken so far, for a term with a ramp (the manager counts them)
+        self.age = torch.zeros((), dtype=torch.int64, device=self.device) if term.ramp else None
 
     def bind(
         self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]
@@ -134,9 +136,19 @@ class Kind:
 
     # ---- draws ----------------------------------------------------------------------------------
 
+    @property
+    def neutral(self) -> float:
+        """The draw that changes nothing: 1 for operation scale, 0 for add (and a push)."""
+        return 1.0 if self.term.operation == "scale" else 0.0
+
     def sample(self, rows: Rows, width: int) -> torch.Tensor:
-        """(rows, width) draws of the term's distribution, noted in the range of draws."""
-        return self.seen(rows, self.term.distribution.sample(rows.sampler(self.random), (width,)))
+        """(rows, width) draws of the term's distribution, noted in the range of draws; with a
+        `ramp`, moved toward no change by the share of the ramp still to come."""
+        x = self.term.distribution.sample(rows.sampler(self.random), (width,))
+        if self.term.ramp:
+            reach = (self.age.to(F64) / self.term.ramp).clamp(max=1.0)
+            x = self.neutral + reach * (x - self.neutral)
+        return self.seen(rows, x)
 
     def draw(self, rows: Rows) -> torch.Tensor:
         """(rows, E) samples, shared across entries if asked."""
@@ -168,17 +180,19 @@ class Model(Kind):
     @classmethod
     def parse(cls, name: str, where: str, spec: dict) -> Term:
         schedule = read.choice(where, spec, "schedule", SCHEDULES, "reset")
+        operation = read.choice(where, spec, "operation", OPERATIONS, None)
         return Term(
             name,
             spec["param"],
             cls.name,
             distribution=read.distribution(where, spec),
-            operation=read.choice(where, spec, "operation", OPERATIONS, None),
+            operation=operation,
             schedule=schedule,
             interval=read.interval(where, spec, schedule),
             objects=read.names(where, spec),
             axes=read.ints(where, spec, "axes"),
             shared=read.flag(where, spec, "shared"),
+            ramp=read.ramp(where, spec, operation),
         )
 
     @classmethod
@@ -368,6 +382,7 @@ class Push(Kind):
             interval=read.interval(where, spec, "interval"),
             axes=axes,
             body=spec["body"],
+            ramp=read.ramp(where, spec),
         )
 
     def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):
@@ -419,15 +434,17 @@ class InitState(Kind):
 
     @classmethod
     def parse(cls, name: str, where: str, spec: dict) -> Term:
+        operation = read.choice(where, spec, "operation", OPERATIONS, "add")
         return Term(
             name,
             "init_state",
             cls.name,
             distribution=read.distribution(where, spec),
-            operation=read.choice(where, spec, "operation", OPERATIONS, "add"),
+            operation=operation,
             objects=read.names(where, spec),
             shared=read.flag(where, spec, "shared"),
             field=read.choice(where, spec, "field", ("qpos", "qvel"), None),
+            ramp=read.ramp(where, spec, operation),
         )
 
     def bind(self, backend: SimBackend, task: Any, current: dict[str, torch.Tensor]):

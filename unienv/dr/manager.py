@@ -71,6 +71,7 @@ class DomainRandomization:
         if len(keeping) > 1:
             raise ArgumentError(f"dr: one term at most may keep past actions, got {keeping}")
         self._interval = [b for b in self._bound if b.term.schedule == "interval"]
+        self._ramped = [b for b in self._bound if b.term.ramp]
         self._observers = _implementing(self._bound, "observe")
         self._actors = _implementing(self._bound, "act")
         self._state_terms = _implementing(self._bound, "reset_state")
@@ -136,8 +137,11 @@ class DomainRandomization:
         return state["qpos"], state["qvel"]
 
     def actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """Before a physics step: fire the interval terms where due (pushes among them) and
-        return the actions to apply, delayed per env if there is a latency term."""
+        """Before a physics step: count the step for the ramped terms, fire the interval terms
+        where due (pushes among them) and return the actions to apply, delayed per env if there
+        is a latency term."""
+        for b in self._ramped:
+            b.age.add_(1)
         fired: dict[type[Kind], list[tuple[Kind, torch.Tensor]]] = {}
         for b in self._interval:
             b.countdown -= 1

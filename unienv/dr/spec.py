@@ -24,7 +24,7 @@ from unienv.utils.random import Sampler
 DISTRIBUTIONS = ("uniform", "log_uniform", "gaussian")
 OPERATIONS = ("abs", "scale", "add")
 SCHEDULES = ("startup", "reset", "interval")
-SAMPLED = ("param", "distribution", "range", "mean", "std", "clip")
+SAMPLED = ("param", "distribution", "range", "mean", "std", "clip", "ramp")
 """The fields of a term that draws from a distribution."""
 
 
@@ -74,6 +74,7 @@ class Term:
     delay: tuple[int, int] | None = None  # action_latency
     body: str | None = None  # push
     field: str | None = None  # init_state
+    ramp: int | None = None  # env steps over which the draws widen from no change to their range
 
 
 def operate(operation: str, base: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -165,6 +166,23 @@ def interval(where: str, spec: dict, schedule: str) -> tuple[int, int] | None:
         raise ArgumentError(f"{where}.interval: expected whole env steps >= 1, got {spec['interval']}")
     limits.check_size(f"{where}.interval", hi, limits.MAX_COUNT, unit="env steps")  # int64 timers
     return int(lo), int(hi)
+
+
+def ramp(where: str, spec: dict, operation: str | None = None) -> int | None:
+    """The `ramp` field: env steps (each env's, as `interval` counts them) over which the draws
+    widen linearly from no change to the term's whole distribution; None if absent."""
+    if "ramp" not in spec:
+        return None
+    steps = spec["ramp"]
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ArgumentError(f"{where}.ramp: expected whole env steps >= 1, got {steps!r}")
+    limits.check_size(f"{where}.ramp", steps, limits.MAX_COUNT, unit="env steps")
+    if operation == "abs":
+        raise ArgumentError(
+            f"{where}.ramp: a ramp widens draws from no change, which operation 'abs' does not have; "
+            "expected operation 'scale' or 'add'"
+        )
+    return steps
 
 
 def names(where: str, spec: dict, key: str = "objects", regex: bool = True) -> tuple[str, ...] | None:

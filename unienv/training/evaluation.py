@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 import unienv
+from unienv.dr import full_range
 from unienv.training.config import env_options
 from unienv.training.gait import GaitRecorder, gait_text
 from unienv.training.rollout import make_policy, rollout
@@ -18,7 +19,7 @@ FOOTFALL_SECONDS = 2.0  # the footfall diagram's span, at the evaluation's end
 
 def evaluate(cfg, device, path) -> dict | None:
     """Roll the saved policy file out deterministically on fresh envs (the run's task, backend and
-    DR, seeded seed + 10000); print and return its episode statistics (and, for a velocity task,
+    DR at its full range, ramps done, seeded seed + 10000); print and return its episode statistics (and, for a velocity task,
     its gait, with a footfall diagram `footfalls.png` beside the policy file)."""
     steps = cfg.train.eval_steps
     if steps == 0:
@@ -30,7 +31,7 @@ def evaluate(cfg, device, path) -> dict | None:
         num_envs=cfg.num_envs,
         device=device,
         seed=cfg.seed + 10_000,
-        dr=cfg.dr,
+        dr=full_range(cfg.dr),
         task_options=task_options,
         backend_options=backend_options,
     )
