@@ -65,6 +65,25 @@ def test_ant_step_with_default_dr_makes_no_host_sync(backend):
         env.close()
 
 
+def test_ramped_dr_makes_no_host_sync():
+    """Ramped terms (a push and a reset-time friction scale) count steps and scale their draws
+    on the device, as the rest of DR does."""
+    if not MJWARP_DEVICE:
+        pytest.skip("needs mujoco_warp (the mjwarp extra)")
+    config = preset("default")
+    config["push"] |= {"interval": [2, 4], "ramp": 10}
+    config["friction"]["ramp"] = 10
+    env = unienv.make(
+        "ant", backend="mjwarp", device="cpu", num_envs=6, seed=0, dr=config, max_episode_steps=5
+    )
+    try:
+        counts = steps_without_syncs(env)
+        assert not counts, f"host conversions in env.step: {counts.most_common()}"
+        assert int(env.unwrapped.dr._ramped[0].age) == 24
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("mode", ["next_step", "disabled"])
 @pytest.mark.parametrize("task", ["cartpole", "quadruped", "reach"])
 def test_other_tasks_and_modes_make_no_host_sync(task, mode):
